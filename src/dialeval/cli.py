@@ -1,0 +1,148 @@
+"""Command line: parse arguments, call the library, print. No metric logic lives here.
+
+Every command is a function `cmd_<name>(args)` registered in `build_parser`; a `DialevalError`
+anywhere becomes one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from .errors import DialevalError, InputError
+from .version import __version__
+
+DEFAULT_METRICS = "bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d,cider"
+
+
+def _split_metrics(text: str) -> list[str]:
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    if not names:
+        raise DialevalError("--metrics names no metric")
+    return names
+
+
+def load_input(args) -> list:
+    """Samples from INPUT or from --hyp/--ref parallel files."""
+    from .data.readers import read_parallel, read_samples
+
+    if args.hyp:
+        if args.input:
+            raise DialevalError("give either INPUT or --hyp/--ref files, not both")
+        return read_parallel(args.hyp, args.ref or [], systems=args.system or None)
+    if not args.input:
+        raise DialevalError("no input: give INPUT (JSONL/CSV/TSV) or --hyp FILE --ref FILE ...")
+    samples = read_samples(args.input, fmt=args.format)
+    if args.system:
+        if len(args.system) != 1:
+            raise DialevalError("--system takes one name with INPUT")
+        for sample in samples:
+            if sample.system is None:
+                sample.system = args.system[0]
+    return samples
+
+
+def metric_options(args) -> dict:
+    """Options for metrics, from whichever arguments families added to `score`."""
+    skip = {"command", "func", "input", "hyp", "ref", "system", "format", "metrics", "output",
+            "json", "table_format", "refs_mode", "tokenize"}
+    return {k: v for k, v in vars(args).items() if k not in skip and v is not None}
+
+
+def cmd_score(args) -> int:
+    from .data.writers import format_table, write_jsonl
+    from .scoring import score
+
+    samples = load_input(args)
+    result = score(samples, _split_metrics(args.metrics), refs_mode=args.refs_mode,
+                   tokenizer=args.tokenize, **metric_options(args))
+    if args.output:
+        write_jsonl(args.output, result.records())
+    if args.json:
+        print(json.dumps(result.summary(), ensure_ascii=False))
+    else:
+        header = ["system", "n"] + result.metrics
+        counts: dict[str, int] = {}
+        for s in result.samples:
+            key = s.system if s.system is not None else "all"
+            counts[key] = counts.get(key, 0) + 1
+        rows = [[system, counts[system]] + [vals[m] for m in result.metrics]
+                for system, vals in result.systems.items()]
+        if len(rows) > 1:
+            rows.append(["(all)", len(result.samples)] + [result.corpus[m] for m in result.metrics])
+        print(format_table(header, rows, fmt=args.table_format))
+        print()
+        for m in result.metrics:
+            print(f"{m}: {result.signatures[m]}")
+    return 0
+
+
+def cmd_metrics(args) -> int:
+    from .metrics.registry import list_metrics
+    from .metrics.base import REFS_MODES
+    from .text.tokenizers import list_tokenizers
+
+    specs = list_metrics()
+    if args.json:
+        print(json.dumps([{"name": s.name, "family": s.family, "description": s.description,
+                           "options": list(s.options), "extra": s.extra} for s in specs]))
+        return 0
+    width = max(len(s.name) for s in specs)
+    for spec in specs:
+        extra = f" [extra: {spec.extra}]" if spec.extra else ""
+        print(f"{spec.name.ljust(width)}  {spec.family:10s} {spec.description}{extra}")
+        opts = [o for o in spec.options]
+        print(f"{'':{width}}  {'':10s} options: {', '.join(opts)}")
+    print()
+    print(f"reference modes (--refs-mode): {', '.join(REFS_MODES)}")
+    print("tokenizers (--tokenize): " + "; ".join(f"{k}: {v}" for k, v in list_tokenizers().items()))
+    return 0
+
+
+def add_score_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("score", help="score responses with metrics")
+    p.add_argument("input", nargs="?", help="JSONL, CSV or TSV file of samples")
+    p.add_argument("--format", choices=["jsonl", "csv", "tsv"], help="input format (default: by extension)")
+    p.add_argument("--hyp", action="append", help="hypothesis file, one response per line (repeatable: one per system)")
+    p.add_argument("--ref", action="append", help="reference file, line-aligned with --hyp (repeatable)")
+    p.add_argument("--system", action="append", help="system name (one per --hyp; default: file stem)")
+    p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma-separated (default: {DEFAULT_METRICS})")
+    p.add_argument("--refs-mode", default="multi", choices=["multi", "max", "mean"],
+                   help="how several references combine (default: multi, the original rule)")
+    p.add_argument("--tokenize", default=None,
+                   help="tokenizer for every metric (default: each metric's original)")
+    p.add_argument("-o", "--output", help="per-sample JSONL output")
+    p.add_argument("--json", action="store_true", help="print one JSON summary instead of a table")
+    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    p.set_defaults(func=cmd_score)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dialeval", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"dialeval {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_score_parser(sub)
+    p = sub.add_parser("metrics", help="list metrics and their options")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_metrics)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except DialevalError as exc:
+        print(f"dialeval: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dialeval: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

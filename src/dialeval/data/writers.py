@@ -1,0 +1,76 @@
+"""Writers. Output appears whole or not at all: written to a temporary file, then renamed."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from typing import Any, Iterable, Iterator
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator[Any]:
+    """Open a temporary file beside `path`; rename it over `path` only if the block succeeds."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + os.path.basename(path), dir=directory)
+    try:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as handle:
+            yield handle
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def json_value(value: Any) -> Any:
+    """JSON has no NaN: non-finite floats become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        return json_value(value.item())
+    return value
+
+
+def write_jsonl(path: str | os.PathLike, records: Iterable[dict]) -> None:
+    with atomic_write(path) as handle:
+        for record in records:
+            handle.write(json.dumps(json_value(record), ensure_ascii=False) + "\n")
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    with atomic_write(path) as handle:
+        json.dump(json_value(obj), handle, ensure_ascii=False, indent=2)
+        handle.write("\n")
+
+
+def format_table(header: list[str], rows: list[list[Any]], fmt: str = "plain",
+                 digits: int = 4) -> str:
+    """A table for people: `plain` aligned columns or GitHub `markdown`."""
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return "nan" if math.isnan(v) else f"{v:.{digits}f}"
+        return str(v)
+
+    body = [[cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h)
+              for i, h in enumerate(header)]
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |",
+                 "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        lines += ["| " + " | ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
+                                    enumerate(zip(r, widths))) + " |" for r in body]
+    else:
+        lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in
+                           enumerate(zip(header, widths)))]
+        lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                            enumerate(zip(r, widths))) for r in body]
+    return "\n".join(lines)
