@@ -16,6 +16,12 @@ from .version import __version__
 
 DEFAULT_METRICS = "bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d,cider"
 
+# Modules that extend the command line. Each may define `add_score_arguments(parser)` (options
+# for `dialeval score`, passed to the metrics that accept them by their `dest` name) and/or
+# `add_commands(subparsers)` (new sub-commands). They must import nothing heavy at top level.
+CLI_EXTENSIONS: list[str] = [
+]
+
 
 def _split_metrics(text: str) -> list[str]:
     names = [m.strip() for m in text.split(",") if m.strip()]
@@ -121,13 +127,21 @@ def add_score_parser(sub) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import importlib
+
     parser = argparse.ArgumentParser(prog="dialeval", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"dialeval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    add_score_parser(sub)
+    score_parser = add_score_parser(sub)
     p = sub.add_parser("metrics", help="list metrics and their options")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_metrics)
+    for name in CLI_EXTENSIONS:
+        module = importlib.import_module(name)
+        if hasattr(module, "add_score_arguments"):
+            module.add_score_arguments(score_parser)
+        if hasattr(module, "add_commands"):
+            module.add_commands(sub)
     return parser
 
 
@@ -142,6 +156,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dialeval: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
