@@ -17,8 +17,9 @@ from .version import __version__
 DEFAULT_METRICS = "bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d,cider"
 
 # Modules that extend the command line. Each may define `add_score_arguments(parser)` (options
-# for `dialeval score`, passed to the metrics that accept them by their `dest` name) and/or
-# `add_commands(subparsers)` (new sub-commands). They must import nothing heavy at top level.
+# for `dialeval score`, passed to the metrics that accept them by their `dest` name),
+# `add_commands(subparsers)` (new sub-commands) and/or `add_train_commands(subparsers)`
+# (`dialeval train WHAT ...`). They must import nothing heavy at top level.
 CLI_EXTENSIONS: list[str] = [
 ]
 
@@ -136,12 +137,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("metrics", help="list metrics and their options")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_metrics)
+    train = sub.add_parser("train", help="train a model-based metric's artifact")
+    train_sub = train.add_subparsers(dest="what", required=True)
     for name in CLI_EXTENSIONS:
         module = importlib.import_module(name)
         if hasattr(module, "add_score_arguments"):
             module.add_score_arguments(score_parser)
         if hasattr(module, "add_commands"):
             module.add_commands(sub)
+        if hasattr(module, "add_train_commands"):
+            module.add_train_commands(train_sub)
     return parser
 
 
