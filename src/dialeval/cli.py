@@ -21,6 +21,7 @@ DEFAULT_METRICS = "bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d,cider"
 # `add_commands(subparsers)` (new sub-commands) and/or `add_train_commands(subparsers)`
 # (`dialeval train WHAT ...`). They must import nothing heavy at top level.
 CLI_EXTENSIONS: list[str] = [
+    "dialeval.meta.cli",
 ]
 
 

@@ -9,6 +9,7 @@ vectorised sorts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from typing import Sequence
 
 import numpy as np
@@ -33,10 +34,12 @@ class TokenTable:
 
 def encode(sentences: Sequence[Sequence[str]], vocab: dict[str, int]) -> TokenTable:
     """Map token lists to ids, growing `vocab` (shared between tables that must be compared)."""
-    lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
-    get = vocab.setdefault
-    flat = [get(tok, len(vocab)) for sent in sentences for tok in sent]
-    ids = np.asarray(flat, dtype=np.int64) if flat else np.zeros(0, dtype=np.int64)
+    lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
+    flat = list(chain.from_iterable(sentences))
+    for tok in dict.fromkeys(flat):  # Python-level work only once per distinct token
+        if tok not in vocab:
+            vocab[tok] = len(vocab)
+    ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
     starts = np.zeros(len(sentences), dtype=np.int64)
     if len(sentences) > 1:
         np.cumsum(lengths[:-1], out=starts[1:])

@@ -14,9 +14,8 @@ import math
 
 import numpy as np
 
-from ...text.ngrams import count_pairs, ngram_keys
 from ..base import Batch, Metric
-from .tokens import tokenized
+from .tokens import ngram_counts, tokenized
 
 MAX_ORDER = 4
 TINY = 1e-15
@@ -44,10 +43,10 @@ def bleu_statistics(batch: Batch, tokenizer: str) -> np.ndarray:
         stats[:, 1] = closest
         for n in range(1, MAX_ORDER + 1):
             stats[:, 1 + n] = np.maximum(testlen - n + 1, 0)
-            (h_sent, h_key), (r_sent, r_key) = ngram_keys([tb.hyp, tb.ref], n, tb.vocab_size)
-            bound_g = int(max(h_key.max(initial=-1), r_key.max(initial=-1))) + 1
-            h_item, h_gram, h_count = count_pairs(h_sent, h_key, bound_g)
-            r_ref, r_gram, r_count = count_pairs(r_sent, r_key, bound_g)
+            c = ngram_counts(batch, tokenizer, n)
+            bound_g = c.bound
+            h_item, h_gram, h_count = c.hyp_item, c.hyp_gram, c.hyp_count
+            r_ref, r_gram, r_count = c.ref_index, c.ref_gram, c.ref_count
             # maximum count of each n-gram over the references of an item
             packed = tb.ref_item[r_ref] * bound_g + r_gram
             order = np.lexsort((r_count, packed))

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...text.ngrams import count_pairs, ngram_keys
 from ..base import Batch, Metric
-from .tokens import tokenized
+from .tokens import ngram_counts, tokenized
 
 MAX_ORDER = 4
 SIGMA = 6.0
@@ -33,12 +32,13 @@ def cider_pair_similarities(root: Batch, tokenizer: str, variant: str) -> np.nda
         log_n = np.log(float(n_items)) if n_items else 0.0
         sims = np.zeros((n_refs, MAX_ORDER))
         for n in range(1, MAX_ORDER + 1):
-            (h_sent, h_key), (r_sent, r_key) = ngram_keys([tb.hyp, tb.ref], n, tb.vocab_size)
-            bound = int(max(h_key.max(initial=-1), r_key.max(initial=-1))) + 1
-            h_item, h_gram, h_tf = count_pairs(h_sent, h_key, bound)
-            r_ref, r_gram, r_tf = count_pairs(r_sent, r_key, bound)
+            c = ngram_counts(root, tokenizer, n)
+            bound = c.bound
+            h_item, h_gram, h_tf = c.hyp_item, c.hyp_gram, c.hyp_count
+            r_ref, r_gram, r_tf = c.ref_index, c.ref_gram, c.ref_count
             # document frequency: items whose reference set contains the n-gram
-            item_gram = np.unique(tb.ref_item[r_ref] * bound + r_gram)
+            item_gram = np.sort(tb.ref_item[r_ref] * bound + r_gram)
+            item_gram = item_gram[np.r_[True, item_gram[1:] != item_gram[:-1]]] if len(item_gram) else item_gram
             df = np.bincount(item_gram % bound, minlength=bound).astype(np.float64)
             idf = log_n - np.log(np.maximum(1.0, df))
             v_h = h_tf * idf[h_gram]

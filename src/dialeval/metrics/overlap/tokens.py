@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import re
+
 import numpy as np
 
-from ...text.ngrams import TokenTable, encode
-from ...text.tokenizers import get_tokenizer
+from ...text.ngrams import TokenTable, count_pairs, encode, ngram_keys
+from ...text.tokenizers import tokenize_all
 from ..base import Batch
 
 
@@ -30,18 +32,59 @@ def take(table: TokenTable, rows: np.ndarray) -> TokenTable:
     return TokenTable(ids=ids, lengths=lengths, starts=starts)
 
 
+_NOT_PLAIN = re.compile(r"[^\S ]| {2}|^ | $|^$", re.MULTILINE)
+
+
+def _space_is_whitespace(batch: Batch) -> bool:
+    """True when splitting on single spaces gives the same tokens as splitting on whitespace
+    (no empty text, no double, leading or trailing space, no other whitespace), so that ROUGE-L
+    can share the BLEU/CIDEr tokens."""
+    texts = batch.hyps + [r for refs in batch.refs for r in refs]
+    return not any(_NOT_PLAIN.search(t) for t in ("\n".join(texts[i:i + 4096])
+                                                 for i in range(0, len(texts), 4096)))
+
+
 def tokenized(batch: Batch, tokenizer: str) -> TokenizedBatch:
+    if tokenizer == "space" and batch.root is batch and batch.memo("space==whitespace",
+                                                                   lambda: _space_is_whitespace(batch)):
+        tokenizer = "whitespace"
+
     def build() -> TokenizedBatch:
         if batch.root is not batch and batch.item_of_row is not None:
             root = tokenized(batch.root, tokenizer)
             return TokenizedBatch(hyp=take(root.hyp, batch.item_of_row), ref=root.ref,
                                   ref_item=np.arange(len(batch), dtype=np.int64),
                                   vocab_size=root.vocab_size)
-        tok = get_tokenizer(tokenizer)
         vocab: dict[str, int] = {}
-        hyp = encode([tok(h) for h in batch.hyps], vocab)
-        ref = encode([tok(r) for refs in batch.refs for r in refs], vocab)
+        hyp = encode(tokenize_all(tokenizer, batch.hyps), vocab)
+        ref = encode(tokenize_all(tokenizer, [r for refs in batch.refs for r in refs]), vocab)
         counts = np.fromiter((len(r) for r in batch.refs), dtype=np.int64, count=len(batch.refs))
         ref_item = np.repeat(np.arange(len(batch), dtype=np.int64), counts)
         return TokenizedBatch(hyp=hyp, ref=ref, ref_item=ref_item, vocab_size=len(vocab))
     return batch.memo(("tokens", tokenizer), build)
+
+
+@dataclass(frozen=True)
+class NgramCounts:
+    """Distinct n-grams of one order per hypothesis and per reference, with their counts.
+
+    Gram keys are dense ranks shared by hypotheses and references, below `bound`.
+    """
+
+    hyp_item: np.ndarray
+    hyp_gram: np.ndarray
+    hyp_count: np.ndarray
+    ref_index: np.ndarray
+    ref_gram: np.ndarray
+    ref_count: np.ndarray
+    bound: int
+
+
+def ngram_counts(batch: Batch, tokenizer: str, n: int) -> NgramCounts:
+    """Memoised per batch, so BLEU and CIDEr count each order once."""
+    def build() -> NgramCounts:
+        tb = tokenized(batch, tokenizer)
+        (h_sent, h_key), (r_sent, r_key) = ngram_keys([tb.hyp, tb.ref], n, tb.vocab_size)
+        bound = int(max(h_key.max(initial=-1), r_key.max(initial=-1))) + 1
+        return NgramCounts(*count_pairs(h_sent, h_key, bound), *count_pairs(r_sent, r_key, bound), bound)
+    return batch.memo(("ngram-counts", tokenizer, n), build)

@@ -1,0 +1,84 @@
+"""Loaders for the public human-judgment data sets, by name.
+
+`load_dataset(name, path)` takes the data set's folder (e.g. `../shared/data/usr`) and
+returns a `Dataset`: a `DatasetInfo` (qualities, scales, level) and `Sample`s whose
+`ratings` hold the individual annotators' scores and whose `meta["dialogue_id"]` names the
+dialogue (dialogue-level correlation groups by it). Several names may share one folder
+(usr-tc and usr-pc both live in `usr/`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import DialevalError
+from .base import DIALOGUE_ID, Dataset
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    target: str            # "module:function" inside this package
+    folder: str            # the folder's name under shared/data
+    description: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def load(self, path: str | os.PathLike, **options: Any) -> Dataset:
+        module_name, func = self.target.split(":")
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        if not os.path.isdir(path):
+            raise DialevalError(f"{path}: not a folder (give the {self.folder} data set's folder)")
+        return getattr(module, func)(path, **{**self.kwargs, **options})
+
+
+_SPECS = [
+    DatasetSpec("dstc6", "dstc6:load", "dstc6-eval",
+                "DSTC6 track 2: 20 systems x 2,000 turns, 11 refs, system-level human means"),
+    DatasetSpec("usr-tc", "usr:load", "usr", "USR TopicalChat: 360 responses, 3 raters, 6 qualities",
+                {"corpus": "tc"}),
+    DatasetSpec("usr-pc", "usr:load", "usr", "USR PersonaChat: 300 responses, 3 raters, 6 qualities",
+                {"corpus": "pc"}),
+    DatasetSpec("fed-turn", "fed:load", "fed", "FED turns: 375 responses, 5 raters, 9 qualities",
+                {"level": "turn"}),
+    DatasetSpec("fed-dialogue", "fed:load", "fed",
+                "FED dialogues: 125 dialogues, 5 raters, 11 qualities", {"level": "dialogue"}),
+    DatasetSpec("grade-dailydialog", "grade:load", "grade",
+                "GRADE DailyDialog: 300 responses, ~10 raters, coherence", {"corpus": "dailydialog"}),
+    DatasetSpec("grade-convai2", "grade:load", "grade",
+                "GRADE ConvAI2: 600 responses, ~10 raters, coherence", {"corpus": "convai2"}),
+    DatasetSpec("grade-empatheticdialogues", "grade:load", "grade",
+                "GRADE EmpatheticDialogues: 300 responses, ~10 raters, coherence",
+                {"corpus": "empatheticdialogues"}),
+    DatasetSpec("holistic-coherence", "holistic:load", "holistic-eval",
+                "Pang et al. context coherence: 200 responses, 10 raters", {"quality": "coherence"}),
+    DatasetSpec("holistic-fluency", "holistic:load", "holistic-eval",
+                "Pang et al. fluency: 200 responses, 10 raters", {"quality": "fluency"}),
+    DatasetSpec("gupta", "gupta:load", "dailydialog-multiref-gupta",
+                "DailyDialog multi-reference: 500 responses, 5 refs, mean overall rating"),
+    DatasetSpec("predictive-engagement", "engagement:load", "predictive-engagement",
+                "Ghazarian et al. engagement: 600 responses, ~3 raters"),
+    DatasetSpec("dstc9", "dstc9:load", "dstc9-interactive-flowscore",
+                "DSTC9 interactive: 2,200 dialogues, 11 systems, ~3 raters, 11 qualities"),
+]
+DATASETS = {s.name: s for s in _SPECS}
+
+
+def list_datasets() -> list[DatasetSpec]:
+    return list(_SPECS)
+
+
+def get_spec(name: str) -> DatasetSpec:
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise DialevalError(f"unknown data set {name!r}; `dialeval datasets` lists them") from None
+
+
+def load_dataset(name: str, path: str | os.PathLike, **options: Any) -> Dataset:
+    return get_spec(name).load(path, **options)
+
+
+__all__ = ["Dataset", "DatasetSpec", "DIALOGUE_ID", "list_datasets", "load_dataset", "get_spec"]

@@ -1,0 +1,101 @@
+"""What every public data set loader shares: the `Dataset` it returns, and readers that turn
+a data set's quirks (non-numeric ratings, cp1252 files, joined contexts) into one located
+error or a clean value.
+
+Conventions every loader follows:
+- qualities are lower snake_case (`maintains_context`), each described with its scale in
+  `DatasetInfo.qualities` and its (low, high) in `DatasetInfo.scales`;
+- `Sample.ratings[q]` lists the individual annotators' scores in the order the data set gives
+  them; a rating the data set leaves blank or as free text ("N/A (no errors)") is NaN, so the
+  rater slots stay aligned;
+- `meta["dialogue_id"]` names the dialogue a sample belongs to (dialogue-level correlation
+  groups by it); `system` is the model that produced the response.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+from ..sample import DatasetInfo, Sample
+
+DIALOGUE_ID = "dialogue_id"
+
+
+@dataclass
+class Dataset:
+    info: DatasetInfo
+    samples: list[Sample]
+    # Human scores given only per system (DSTC6): system -> quality -> mean rating.
+    system_ratings: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def snake(name: str) -> str:
+    return re.sub(r"[^0-9a-z]+", "_", name.strip().lower()).strip("_")
+
+
+def need_file(root: str | os.PathLike, *parts: str) -> Path:
+    path = Path(root, *parts)
+    if not path.exists():
+        raise InputError("missing file (is this the data set's folder?)", path=str(path))
+    return path
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """A text file as UTF-8, falling back to cp1252 (several crowd-sourced files are
+    Windows-encoded). A file that is neither is reported."""
+    data = Path(path).read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        try:
+            return data.decode("cp1252")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"neither UTF-8 nor cp1252 (byte 0x{data[exc.start]:02x})",
+                             path=str(path)) from None
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"bad JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
+
+
+def read_csv(path: str | os.PathLike, *, header: bool = True) -> list:
+    """Rows of a CSV file (dicts with a header, lists without), with their 1-based line."""
+    text = read_text(path)
+    reader = csv.DictReader(io.StringIO(text, newline="")) if header else csv.reader(io.StringIO(text, newline=""))
+    rows = []
+    for row in reader:
+        rows.append((reader.line_num, row))
+    return rows
+
+
+def rating(value: Any, *, path, line=None, field=None) -> float:
+    """A numeric rating; blanks and annotator free text such as FED's "N/A (No errors)"
+    become NaN (the rater gave no score), anything else non-numeric is an error."""
+    if value is None:
+        return math.nan
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip()
+    if text == "" or text.upper().startswith("N/A") or text.upper() in {"NA", "NAN", "NONE", "NULL"}:
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"rating {text[:40]!r} is not a number", path=str(path), line=line,
+                         field=field) from None

@@ -1,0 +1,303 @@
+"""CLI extension for the meta-evaluation: `correlate`, `evaluate`, `agreement`, `datasets`.
+
+Thin, as the rest of the CLI: arguments in, library calls, tables or JSON out. Nothing heavy
+is imported at module level.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+from ..errors import DialevalError
+
+
+def _names(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    return names or None
+
+
+def _warn(message: str) -> None:
+    print(f"dialeval: warning: {message}", file=sys.stderr)
+
+
+def _fmt(v, digits=4):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def _p(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return f"{v:.4f}" if v >= 1e-4 else f"{v:.2e}"
+
+
+def _correlation_table(rows: list[dict], fmt: str) -> str:
+    from ..data.writers import format_table
+
+    header = ["metric", "quality", "level", "method", "r", "p", "95% CI", "n"]
+    body = [[r["metric"], r["quality"], r["level"], r["method"], _fmt(r["r"]), _p(r["p"]),
+             "n/a" if not math.isfinite(r["ci_low"]) else f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]",
+             r["n"]] for r in rows]
+    return format_table(header, body, fmt=fmt)
+
+
+def _comparison_table(rows: list[dict], fmt: str) -> str:
+    from ..data.writers import format_table
+
+    header = ["A", "B", "quality", "level", "method", "r(A)", "r(B)", "r(A,B)", "Williams t",
+              "p (Williams)", "p (bootstrap)", "95% CI r(A)-r(B)"]
+    body = [[r["metric_a"], r["metric_b"], r["quality"], r["level"], r["method"], _fmt(r["r_a"]),
+             _fmt(r["r_b"]), _fmt(r["r_ab"]), _fmt(r["williams_t"], 3), _p(r["williams_p"]),
+             _p(r["bootstrap_p"]),
+             "n/a" if not math.isfinite(r["diff_ci_low"]) else
+             f"[{r['diff_ci_low']:.4f}, {r['diff_ci_high']:.4f}]"] for r in rows]
+    return format_table(header, body, fmt=fmt)
+
+
+def _levels(arg: str, default: str) -> list[str]:
+    from .correlation import LEVELS
+
+    if arg is None:
+        return [default]
+    if arg == "all":
+        return list(LEVELS)
+    levels = _names(arg) or []
+    for lv in levels:
+        if lv not in LEVELS:
+            raise DialevalError(f"unknown level {lv!r}; choose from {', '.join(LEVELS)} or all")
+    return levels
+
+
+def _methods(arg: str) -> list[str]:
+    from .correlation import METHODS
+
+    methods = _names(arg) or list(METHODS)
+    for m in methods:
+        if m not in METHODS:
+            raise DialevalError(f"unknown correlation {m!r}; choose from {', '.join(METHODS)}")
+    return methods
+
+
+def _print_result(args, correlations: list[dict], comparisons: list[dict], extra: dict) -> None:
+    from ..data.writers import json_value
+
+    if args.json:
+        print(json.dumps(json_value({**extra, "correlations": correlations,
+                                     "comparisons": comparisons}), ensure_ascii=False))
+        return
+    print(_correlation_table(correlations, args.table_format))
+    if comparisons:
+        print()
+        print("Is A's correlation higher than B's? (one-sided; Williams' t-test and paired bootstrap)")
+        print(_comparison_table(comparisons, args.table_format))
+    if correlations and correlations[0].get("n_boot"):
+        print()
+        print(f"CI: percentile bootstrap, {correlations[0]['n_boot']} resamples, seed {args.seed}")
+
+
+def _analyse(args, rows: list[dict], quality: str, levels: list[str], metrics=None):
+    from .evaluate import columns, comparison_rows, correlation_rows
+
+    values, human, dialogues, systems = columns(rows, quality, metrics)
+    corr = correlation_rows(values, human, quality=quality, levels=levels,
+                            methods=_methods(args.method), dialogues=dialogues, systems=systems,
+                            n_boot=args.n_boot, seed=args.seed, warn=_warn)
+    comps = []
+    if args.compare and len(values) > 1:
+        for level in levels:
+            comps += comparison_rows(values, human, quality=quality, level=level,
+                                     method=args.compare_method, dialogues=dialogues,
+                                     systems=systems, n_boot=args.n_boot, seed=args.seed)
+    return values, human, corr, comps
+
+
+def cmd_correlate(args) -> int:
+    from .evaluate import read_scores
+
+    rows = read_scores(args.scores)
+    levels = _levels(args.level, "turn")
+    values, human, corr, comps = _analyse(args, rows, args.human, levels, _names(args.metrics))
+    plots = []
+    if args.plot:
+        from ..report.plots import correlation_matrix, heatmap, scatter_plots
+
+        plots = scatter_plots(values, human, args.plot, quality=args.human, seed=args.seed)
+        plots.append(heatmap(correlation_matrix(values, "spearman"), list(values),
+                             f"{args.plot}/heatmap_metrics.png",
+                             title="Spearman between metrics"))
+    _print_result(args, corr, comps, {"input": args.scores, "quality": args.human,
+                                      **({"plots": plots} if plots else {})})
+    if plots and not args.json:
+        print(f"plots: {', '.join(plots)}", file=sys.stderr)
+    return 0
+
+
+def _metric_options(pairs: list[str] | None) -> dict:
+    options = {}
+    for item in pairs or []:
+        if "=" not in item:
+            raise DialevalError(f"--option {item!r}: expected KEY=VALUE")
+        key, value = item.split("=", 1)
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
+
+
+def cmd_evaluate(args) -> int:
+    from ..data.datasets import load_dataset
+    from ..data.writers import write_jsonl
+    from ..scoring import score
+    from .evaluate import system_level_rows
+
+    kwargs = {}
+    if args.exclude_system:
+        kwargs["exclude_systems"] = tuple(args.exclude_system)
+    dataset = load_dataset(args.dataset, args.path, **kwargs)
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    result = score(dataset.samples, metrics, refs_mode=args.refs_mode, tokenizer=args.tokenize,
+                   **_metric_options(args.option))
+    if args.output:
+        write_jsonl(args.output, result.records())
+    qualities = _names(args.qualities) or list(dataset.info.qualities)
+    correlations, comparisons = [], []
+    extra = {"dataset": dataset.info.name, "samples": len(dataset.samples),
+             "signatures": result.signatures}
+    if dataset.system_ratings:
+        # Only system means are published: correlate each system's corpus score with them.
+        for q in qualities:
+            human = {s: v[q] for s, v in dataset.system_ratings.items() if q in v}
+            correlations += system_level_rows(result.systems, human, quality=q,
+                                              methods=_methods(args.method))
+        extra["systems"] = result.systems
+    else:
+        rows = list(result.records())
+        levels = _levels(args.level, dataset.info.level)
+        for q in qualities:
+            _, _, corr, comps = _analyse(args, rows, q, levels)
+            correlations += corr
+            comparisons += comps
+    _print_result(args, correlations, comparisons, extra)
+    return 0
+
+
+def cmd_agreement(args) -> int:
+    from ..data.datasets import load_dataset
+    from ..data.writers import format_table, json_value
+    from .agreement import agreement, ratings_matrix
+
+    dataset = load_dataset(args.dataset, args.path)
+    qualities = _names(args.qualities) or list(dataset.info.qualities)
+    rows = []
+    for q in qualities:
+        m = ratings_matrix(dataset.samples, q)
+        if m.shape[1] < 2:
+            _warn(f"{q}: at most one rating per item (only means published); no agreement")
+        rows.append(agreement(m, q, method=args.method, n_rep=args.n_rep, seed=args.seed,
+                              drop_below=args.drop_below).to_dict())
+    if args.json:
+        print(json.dumps(json_value({"dataset": dataset.info.name, "agreement": rows})))
+        return 0
+    header = ["quality", "items", "raters", "mean", "split-half", "LOO mean", "LOO max",
+              "kappa", "kappa (quad.)", "Fleiss", "alpha (ord.)"]
+    body = [[r["quality"], r["items"], r["raters"], _fmt(r["mean"], 3),
+             "n/a" if not math.isfinite(r["split_half"]) else f"{r['split_half']:.3f}±{r['split_half_std']:.3f}",
+             _fmt(r["loo_mean"], 3), _fmt(r["loo_max"], 3), _fmt(r["kappa"], 3),
+             _fmt(r["kappa_quadratic"], 3), _fmt(r["fleiss"], 3), _fmt(r["alpha_ordinal"], 3)]
+            for r in rows]
+    print(format_table(header, body, fmt=args.table_format))
+    print()
+    print(f"{dataset.info.name}: split-half and leave-one-out are {args.method} correlations; "
+          f"split-half over {args.n_rep} random splits (seed {args.seed}); kappas are means "
+          "over rater pairs (a rater = a column of the data set's rating lists)")
+    for r in rows:
+        if r["dropped_raters"]:
+            print(f"{r['quality']}: dropped rater columns {r['dropped_raters']} "
+                  f"(mean pairwise kappa < {args.drop_below})")
+    return 0
+
+
+def cmd_datasets(args) -> int:
+    from ..data.datasets import list_datasets
+
+    specs = list_datasets()
+    if args.json:
+        print(json.dumps([{"name": s.name, "folder": s.folder, "description": s.description}
+                          for s in specs]))
+        return 0
+    width = max(len(s.name) for s in specs)
+    for s in specs:
+        print(f"{s.name.ljust(width)}  {s.description}  (folder: {s.folder})")
+    return 0
+
+
+def _stats_arguments(p, *, compare_default: bool) -> None:
+    p.add_argument("--method", default=None, help="correlations, comma-separated "
+                   "(default: pearson,spearman,kendall)")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (0: no CI)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--compare", action=argparse_bool(), default=compare_default,
+                   help="test every pair of metrics (Williams + paired bootstrap)")
+    p.add_argument("--compare-method", default="pearson",
+                   choices=["pearson", "spearman", "kendall"])
+    p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
+    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+
+
+def argparse_bool():
+    import argparse
+
+    return argparse.BooleanOptionalAction
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("correlate", help="correlate `dialeval score` output with human ratings")
+    p.add_argument("scores", help="per-sample JSONL written by `dialeval score -o`")
+    p.add_argument("--human", required=True, help="the quality in `ratings` to correlate with")
+    p.add_argument("--level", default=None,
+                   help="turn, dialogue (groups by meta.dialogue_id), system, or all (default turn)")
+    p.add_argument("--metrics", help="comma-separated subset of the file's metrics")
+    p.add_argument("--plot", metavar="DIR", help="write scatter plots and a metric heatmap (PNG)")
+    _stats_arguments(p, compare_default=True)
+    p.set_defaults(func=cmd_correlate)
+
+    p = sub.add_parser("evaluate", help="load a public data set, score it, correlate every quality")
+    p.add_argument("dataset", help="data set name (`dialeval datasets` lists them)")
+    p.add_argument("path", help="the data set's folder")
+    p.add_argument("--metrics", default="bleu4,rouge_l,cider_d", help="comma-separated metrics")
+    p.add_argument("--qualities", help="comma-separated subset of the data set's qualities")
+    p.add_argument("--level", default=None, help="turn, dialogue, system or all "
+                   "(default: the data set's level)")
+    p.add_argument("--refs-mode", default="multi", choices=["multi", "max", "mean"])
+    p.add_argument("--tokenize", default=None)
+    p.add_argument("--exclude-system", action="append",
+                   help="leave out a system's responses (e.g. 'Original Ground Truth' for usr-*)")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option")
+    p.add_argument("-o", "--output", help="also write the per-sample scores (JSONL)")
+    _stats_arguments(p, compare_default=False)
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("agreement", help="human agreement per quality of a public data set")
+    p.add_argument("dataset")
+    p.add_argument("path")
+    p.add_argument("--qualities")
+    p.add_argument("--method", default="spearman", choices=["pearson", "spearman", "kendall"])
+    p.add_argument("--n-rep", type=int, default=100, help="random splits for split-half")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--drop-below", type=float, default=None,
+                   help="drop raters whose mean pairwise kappa is below this (nlg-eval paper: 0.1)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    p.set_defaults(func=cmd_agreement)
+
+    p = sub.add_parser("datasets", help="list the public data set loaders")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_datasets)

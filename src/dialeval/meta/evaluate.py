@@ -1,0 +1,161 @@
+"""Meta-evaluation runs: scored samples in, correlation and comparison tables out.
+
+The inputs are what `dialeval score -o` writes (one row per sample with `scores`,
+`ratings`, `system`, `meta`), or the same data in memory. This module only arranges the
+statistics of `correlation`, `significance` and `agreement`; the CLI prints its rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import warnings
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import DialevalError, InputError
+from .correlation import METHODS, FewPointsWarning, correlate, level_points
+from .significance import compare
+
+DIALOGUE_ID = "dialogue_id"
+
+
+def read_scores(path: str | os.PathLike) -> list[dict]:
+    """Rows of a `dialeval score -o` file, each checked for a `scores` object."""
+    from ..data.readers import read_text_lines
+
+    rows = []
+    for number, line in enumerate(read_text_lines(path), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"bad JSON: {exc.msg}", path=str(path), line=number) from None
+        if not isinstance(row, dict) or not isinstance(row.get("scores"), dict):
+            raise InputError("missing (not a `dialeval score` output row)", path=str(path),
+                             line=number, field="scores")
+        ratings = row.get("ratings") or {}
+        if not isinstance(ratings, dict):
+            raise InputError("expected an object quality -> scores", path=str(path), line=number,
+                             field="ratings")
+        row["_line"] = number
+        rows.append(row)
+    if not rows:
+        raise InputError("no rows", path=str(path))
+    return rows
+
+
+def _human(ratings: dict, quality: str) -> float:
+    values = ratings.get(quality)
+    if values is None:
+        return math.nan
+    if not isinstance(values, list):
+        values = [values]
+    vals = [float(v) for v in values if v is not None and isinstance(v, (int, float)) and v == v]
+    return sum(vals) / len(vals) if vals else math.nan
+
+
+def columns(rows: Sequence[dict], quality: str, metrics: Sequence[str] | None = None):
+    """(metric -> values, human mean, dialogue ids, systems) from score rows."""
+    if metrics is None:
+        metrics = list(rows[0]["scores"])
+    values = {m: np.array([_float(r["scores"].get(m)) for r in rows]) for m in metrics}
+    human = np.array([_human(r.get("ratings") or {}, quality) for r in rows])
+    if not np.isfinite(human).any():
+        known = sorted({q for r in rows for q in (r.get("ratings") or {})})
+        raise DialevalError(f"no sample has human ratings for {quality!r}"
+                            + (f"; qualities present: {', '.join(known)}" if known else ""))
+    dialogues = [(r.get("meta") or {}).get(DIALOGUE_ID) for r in rows]
+    systems = [r.get("system") for r in rows]
+    return values, human, dialogues, systems
+
+
+def _float(v: Any) -> float:
+    try:
+        return float(v) if v is not None else math.nan
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def correlation_rows(values: dict[str, np.ndarray], human: np.ndarray, *, quality: str,
+                     levels: Sequence[str] = ("turn",), methods: Sequence[str] = METHODS,
+                     dialogues=None, systems=None, n_boot: int = 1000, seed: int = 0,
+                     warn=None) -> list[dict]:
+    """One row per (metric, level, method): r, p, CI, n."""
+    rows = []
+    for level in levels:
+        for metric, x in values.items():
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", FewPointsWarning)
+                results = correlate(x, human, methods, level, dialogues=dialogues,
+                                    systems=systems, n_boot=n_boot, seed=seed)
+            for w in caught:
+                if warn is not None and issubclass(w.category, FewPointsWarning):
+                    warn(f"{metric}, {quality}: {w.message}")
+            for c in results:
+                rows.append({"metric": metric, "quality": quality, **c.to_dict()})
+    return rows
+
+
+def comparison_rows(values: dict[str, np.ndarray], human: np.ndarray, *, quality: str,
+                    level: str = "turn", method: str = "pearson", dialogues=None, systems=None,
+                    n_boot: int = 1000, seed: int = 0) -> list[dict]:
+    """Williams' test and paired bootstrap for every ordered pair of metrics, the one with the
+    higher correlation as A (H1: A's correlation is higher)."""
+    rows = []
+    for a, b in itertools.combinations(values, 2):
+        c = compare(values[a], values[b], human, method=method, level=level, dialogues=dialogues,
+                    systems=systems, n_boot=n_boot, seed=seed, names=(a, b))
+        if math.isfinite(c.r_b) and (not math.isfinite(c.r_a) or c.r_b > c.r_a):
+            c = compare(values[b], values[a], human, method=method, level=level,
+                        dialogues=dialogues, systems=systems, n_boot=n_boot, seed=seed,
+                        names=(b, a))
+        rows.append({"quality": quality, **c.to_dict()})
+    return rows
+
+
+def system_level_rows(system_values: dict[str, dict[str, float]],
+                      system_human: dict[str, float], *, quality: str,
+                      methods: Sequence[str] = METHODS) -> list[dict]:
+    """Correlation across systems of per-system metric values (e.g. corpus BLEU) with
+    per-system human means, for data sets that publish only the means (DSTC6). Without
+    per-turn human scores nothing can be resampled, so there is no bootstrap CI."""
+    from .correlation import correlation
+
+    names = [s for s in system_human if s in system_values]
+    if len(names) < 5:
+        warnings.warn(f"system-level correlation over only {len(names)} systems", FewPointsWarning)
+    metrics = list(next(iter(system_values.values())))
+    y = np.array([system_human[s] for s in names])
+    rows = []
+    for m in metrics:
+        x = np.array([system_values[s][m] for s in names])
+        for method in methods:
+            r, p = correlation(x, y, method)
+            rows.append({"metric": m, "quality": quality, "method": method, "r": r, "p": p,
+                         "n": len(names), "ci_low": math.nan, "ci_high": math.nan,
+                         "level": "system", "n_boot": 0, "seed": None})
+    return rows
+
+
+def records_from_result(result) -> list[dict]:
+    """Score rows (as `dialeval score -o` writes them) from an in-memory ScoreResult."""
+    return list(result.records())
+
+
+def levels_available(rows: Iterable[dict]) -> list[str]:
+    rows = list(rows)
+    out = ["turn"]
+    if all((r.get("meta") or {}).get(DIALOGUE_ID) is not None for r in rows):
+        out.append("dialogue")
+    if all(r.get("system") is not None for r in rows) and len({r.get("system") for r in rows}) > 1:
+        out.append("system")
+    return out
+
+
+__all__ = ["read_scores", "columns", "correlation_rows", "comparison_rows", "system_level_rows",
+           "level_points", "levels_available"]

@@ -1,0 +1,279 @@
+"""Embedding Average, Vector Extrema and Greedy Matching, as nlg-eval computes them.
+
+nlg-eval (`nlgeval/word2vec/evaluate.py`) tokenises with nltk's `word_tokenize`, looks each
+token up as it is (an unknown token gets the mean of all vectors), holds vectors as float32,
+and for every hypothesis keeps the best of its references; the corpus value is the mean over
+hypotheses. We follow every one of those rules (golden/README.md section 7 lists them) but
+vectorise: tokens become row ids once per batch, sentence vectors come from segment
+reductions over one gathered matrix, and greedy matching multiplies each hypothesis against
+all of its references' tokens in one product. Arithmetic stays in float32, as nlg-eval's does.
+
+A sentence with no tokens has no direction: its pairs score NaN (nlg-eval refuses such input),
+and a sample's score is the best over the references that could be scored.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ...errors import DialevalError
+from ..base import Batch, Metric
+
+VECTOR_CASES = ("keep", "lower")
+NLTK_WORD = "nltk-word"
+
+
+def nltk_word_tokenize(text: str) -> list[str]:
+    """nltk `word_tokenize(text, preserve_line=True)`: regex only, needs no punkt data."""
+    from nltk.tokenize import word_tokenize
+
+    return word_tokenize(text, preserve_line=True)
+
+
+_TOKEN_CACHE: dict[tuple[str, str], list[str]] = {}
+_TOKEN_CACHE_LIMIT = 500_000
+
+
+def tokenize_texts(name: str, texts: list[str]) -> list[list[str]]:
+    """Tokens of each text. nltk's tokenizer costs ~0.2 ms a line and evaluation sets share
+    their references across systems, so tokens are remembered process-wide (bounded)."""
+    missing = [t for t in dict.fromkeys(texts) if (name, t) not in _TOKEN_CACHE]
+    if missing:
+        if name == NLTK_WORD:
+            tokens = [nltk_word_tokenize(t) for t in missing]
+        else:
+            from ...text.tokenizers import tokenize_all
+
+            tokens = tokenize_all(name, missing)
+        if len(_TOKEN_CACHE) + len(missing) > _TOKEN_CACHE_LIMIT:
+            _TOKEN_CACHE.clear()
+        _TOKEN_CACHE.update(zip(((name, t) for t in missing), tokens))
+        if len(missing) == len(texts):
+            return tokens
+    return [_TOKEN_CACHE[(name, t)] for t in texts]
+
+
+@lru_cache(maxsize=4)
+def _vectors_for(path: str):
+    from .vectors import load_vectors
+
+    return load_vectors(path)
+
+
+def resolve_vectors(word_vectors: str | os.PathLike | None):
+    """The vectors a metric uses: the user's file or artifact, else the built default."""
+    if word_vectors is None:
+        from .defaults import default_vectors_path
+
+        word_vectors = default_vectors_path()
+    return _vectors_for(os.path.abspath(os.fspath(word_vectors)))
+
+
+class _Table:
+    """Vocabulary matrix with nlg-eval's unknown-word row appended, raw and row-normalised."""
+
+    def __init__(self, vectors):
+        self.vectors = vectors
+        self.raw = np.vstack([np.asarray(vectors.matrix, dtype=np.float32), vectors.unk[None, :]])
+        self.unk_row = len(self.raw) - 1
+        self._unit = None
+
+    @property
+    def unit(self) -> np.ndarray:
+        if self._unit is None:
+            self._unit = _normalise_rows(self.raw)
+        return self._unit
+
+
+def _normalise_rows(x: np.ndarray) -> np.ndarray:
+    """sklearn's `normalize`: divide by the L2 norm, leaving zero rows at zero (float32 stays float32)."""
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x))
+    norms[norms == 0] = 1
+    return x / norms[:, None]
+
+
+def _rowwise_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The diagonal of sklearn `cosine_similarity(a, b)`."""
+    return np.einsum("ij,ij->i", _normalise_rows(a), _normalise_rows(b))
+
+
+class Encoded:
+    """Every text of a batch as row ids into the table, concatenated, with segment offsets."""
+
+    def __init__(self, ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray):
+        self.ids = ids
+        self.starts = starts
+        self.lengths = lengths
+
+    def segment(self, i: int) -> np.ndarray:
+        return self.ids[self.starts[i]:self.starts[i] + self.lengths[i]]
+
+
+class WordEmbeddingMetric(Metric):
+    """Shared machinery of the three nlg-eval embedding metrics."""
+
+    native_tokenizer = NLTK_WORD
+    kind = ""
+
+    def __init__(self, refs_mode: str = "multi", tokenizer: str | None = None,
+                 word_vectors: str | os.PathLike | None = None, vector_case: str = "keep"):
+        super().__init__(refs_mode=refs_mode, tokenizer=tokenizer)
+        if vector_case not in VECTOR_CASES:
+            raise DialevalError(f"unknown vector case {vector_case!r}; choose from {', '.join(VECTOR_CASES)}")
+        self.word_vectors = word_vectors
+        self.vector_case = vector_case
+        self._table: _Table | None = None
+
+    @property
+    def table(self) -> _Table:
+        if self._table is None:
+            vectors = resolve_vectors(self.word_vectors)
+            table = getattr(vectors, "_nlgeval_table", None)
+            if table is None:
+                table = vectors._nlgeval_table = _Table(vectors)
+            self._table = table
+        return self._table
+
+    def signature_options(self) -> list[tuple[str, Any]]:
+        vectors = self.table.vectors
+        name = os.path.basename(os.path.normpath(vectors.source)) or "vectors"
+        return [("vectors", f"{name}:{vectors.digest[:12]}"), ("dim", vectors.dim),
+                ("case", self.vector_case), ("oov", "mean"), ("dtype", "float32")]
+
+    # -- shared, memoised per batch ---------------------------------------------------------
+    def _key(self) -> tuple:
+        vectors = self.table.vectors
+        return ("emb", self.tokenizer, self.vector_case, vectors.source, vectors.digest)
+
+    def _ids_of(self, batch: Batch) -> dict[str, np.ndarray]:
+        """text -> row ids, shared by the three metrics and by the pair view of the batch."""
+        table = self.table
+
+        def build() -> dict[str, np.ndarray]:
+            return {}
+        cache = batch.root.memo(self._key() + ("ids",), build)
+        texts = [t for t in dict.fromkeys(batch.hyps + [r for rs in batch.refs for r in rs]) if t not in cache]
+        if texts:
+            tokens = tokenize_texts(self.tokenizer, texts)
+            lower = self.vector_case == "lower"
+            get = table.vectors.index.get
+            unk = table.unk_row
+            for text, toks in zip(texts, tokens):
+                if lower:
+                    toks = [t.lower() for t in toks]
+                cache[text] = np.fromiter((get(t, unk) for t in toks), dtype=np.int64, count=len(toks))
+        return cache
+
+    def _encode(self, batch: Batch) -> tuple[Encoded, Encoded, np.ndarray]:
+        """(hypotheses, references flattened, owner sample of each reference)."""
+        def build():
+            cache = self._ids_of(batch)
+            hyp = _concat([cache[h] for h in batch.hyps])
+            ref = _concat([cache[r] for rs in batch.refs for r in rs])
+            owner = np.repeat(np.arange(len(batch)), [len(rs) for rs in batch.refs])
+            return hyp, ref, owner
+        return batch.memo(self._key() + ("encoded",), build)
+
+    def _sentence_vectors(self, batch: Batch, which: str) -> tuple[np.ndarray, np.ndarray]:
+        """(hypothesis vectors, reference vectors) of kind `which` ("average" or "extrema")."""
+        def build():
+            hyp, ref, _ = self._encode(batch)
+            return _reduce(self.table.raw, hyp, which), _reduce(self.table.raw, ref, which)
+        return batch.memo(self._key() + (which,), build)
+
+    # -- Metric interface -------------------------------------------------------------------
+    def multi_stats(self, batch: Batch) -> np.ndarray:
+        hyp, ref, owner = self._encode(batch)
+        pair_scores = self.pair_scores(batch, hyp, ref, owner)
+        best = np.full(len(batch), np.nan)
+        if len(pair_scores):
+            valid = ~np.isnan(pair_scores)
+            best_valid = np.full(len(batch), -np.inf)
+            np.maximum.at(best_valid, owner[valid], pair_scores[valid])
+            has = np.isfinite(best_valid)
+            best[has] = best_valid[has]
+        return best[:, None]
+
+    def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
+        return stats[:, 0]
+
+    def pair_scores(self, batch: Batch, hyp: Encoded, ref: Encoded, owner: np.ndarray) -> np.ndarray:
+        """float32 score of every (sample, reference) pair, NaN where a side has no tokens."""
+        hv, rv = self._sentence_vectors(batch, self.kind)
+        scores = _rowwise_cosine(rv, hv[owner]).astype(np.float64)
+        scores[(hyp.lengths[owner] == 0) | (ref.lengths == 0)] = np.nan
+        return scores
+
+
+def _concat(arrays: list[np.ndarray]) -> Encoded:
+    lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
+    starts = np.zeros(len(arrays), dtype=np.int64)
+    if len(arrays) > 1:
+        np.cumsum(lengths[:-1], out=starts[1:])
+    ids = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+    return Encoded(ids, starts, lengths)
+
+
+def _reduce(raw: np.ndarray, enc: Encoded, which: str) -> np.ndarray:
+    """Per-sentence average (normalised sum) or extrema vectors, float32; zeros for empty sentences."""
+    out = np.zeros((len(enc.lengths), raw.shape[1]), dtype=np.float32)
+    has = enc.lengths > 0
+    if not has.any():
+        return out
+    gathered = raw[enc.ids]
+    starts = enc.starts[has]
+    if which == "average":
+        total = np.add.reduceat(gathered, starts, axis=0)
+        norm = np.sqrt(np.einsum("ij,ij->i", total, total))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[has] = total / norm[:, None]
+    else:
+        mx = np.maximum.reduceat(gathered, starts, axis=0)
+        mn = np.minimum.reduceat(gathered, starts, axis=0)
+        # nlg-eval's rule: the larger magnitude wins, a tie goes to the negative value, and a
+        # dimension whose minimum is exactly 0 gives 0.
+        out[has] = np.where(mn > 0, mx, np.where(mn < 0, np.where(mx > -mn, mx, mn), np.float32(0)))
+    return out
+
+
+class EmbeddingAverage(WordEmbeddingMetric):
+    name = "emb_average"
+    description = "Embedding Average cosine (nlg-eval): normalised mean word vectors"
+    kind = "average"
+
+
+class VectorExtrema(WordEmbeddingMetric):
+    name = "emb_extrema"
+    description = "Vector Extrema cosine (nlg-eval): per-dimension most extreme word-vector value"
+    kind = "extrema"
+
+
+class GreedyMatching(WordEmbeddingMetric):
+    name = "emb_greedy"
+    description = "Greedy Matching (nlg-eval): best word-to-word cosine, averaged both ways"
+
+    def pair_scores(self, batch: Batch, hyp: Encoded, ref: Encoded, owner: np.ndarray) -> np.ndarray:
+        unit = self.table.unit
+        scores = np.full(len(ref.lengths), np.nan)
+        ref_of_sample = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=len(batch)))])
+        for i in range(len(batch)):
+            lo, hi = ref_of_sample[i], ref_of_sample[i + 1]
+            h_ids = hyp.segment(i)
+            if hi == lo or len(h_ids) == 0:
+                continue
+            lengths = ref.lengths[lo:hi]
+            keep = np.flatnonzero(lengths > 0)
+            if len(keep) == 0:
+                continue
+            start, stop = ref.starts[lo], ref.starts[hi - 1] + ref.lengths[hi - 1]
+            sim = unit[ref.ids[start:stop]] @ unit[h_ids].T          # ref tokens x hyp tokens
+            offsets = (ref.starts[lo:hi] - start)[keep]
+            n = lengths[keep]
+            dir1 = np.maximum.reduceat(sim, offsets, axis=0).mean(axis=1, dtype=np.float32)
+            dir2 = np.add.reduceat(sim.max(axis=1), offsets) / n.astype(np.float32)
+            scores[lo + keep] = (dir1 + dir2.astype(np.float32)) / np.float32(2)
+        return scores

@@ -1,0 +1,147 @@
+"""Loading a causal-LM checkpoint folder, with one clear line for every way it can be wrong.
+
+Any local Hugging Face causal-LM folder works (GPT-2 or another architecture). Folders that
+dialeval trained carry a sha256 manifest, which is checked first, and the reference-set scores
+that the normalised metrics need (eq. 2 and 4); a foreign checkpoint has neither, so only the
+raw metrics work with it until `dialeval train lm --init DIR --max-steps 0` wraps it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...errors import DialevalError
+from ...models import store
+
+KIND = "causal-lm"
+INFO_FILE = "dialeval_lm.json"
+REFERENCE_FILE = "lm_reference.npz"
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+
+
+@dataclass
+class LoadedLM:
+    """A causal LM ready to score: model, tokenizer, separator id and stored reference scores."""
+
+    path: str
+    model: Any
+    tokenizer: Any
+    sep_id: int
+    max_len: int
+    device: str
+    info: dict = field(default_factory=dict)
+    reference: dict[str, np.ndarray] = field(default_factory=dict)
+    fingerprint: str = "unverified"
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of one utterance, with the leading space a byte-level BPE gives mid-text."""
+        text = " ".join(text.split())
+        return list(self.tokenizer.encode(" " + text, add_special_tokens=False)) if text else []
+
+
+def offline() -> None:
+    """Never reach the model hub: every path here is local."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def _fail(path: str, why: str) -> DialevalError:
+    return DialevalError(f"{path}: {why}")
+
+
+def check_causal_config(path: str) -> Any:
+    """The folder's transformers config, refused unless it describes a causal LM."""
+    offline()
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if not os.path.isdir(path):
+        raise _fail(path, "no such model folder")
+    if not os.path.exists(os.path.join(path, "config.json")):
+        raise _fail(path, "not a model checkpoint (no config.json); give a causal-LM folder "
+                          "or train one with `dialeval train lm`")
+    try:
+        config = AutoConfig.from_pretrained(path, local_files_only=True)
+    except Exception as exc:  # transformers raises many kinds for a bad config
+        raise _fail(path, f"unreadable model config.json ({type(exc).__name__}: {_first_line(exc)})") from None
+    causal = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+    if config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise _fail(path, f"model type {config.model_type!r} is not a causal language model")
+    archs = list(getattr(config, "architectures", None) or [])
+    if archs and not any(a in causal for a in archs):
+        raise _fail(path, f"checkpoint is a {', '.join(archs)}, not a causal language model "
+                          "(coherence and fluency need left-to-right token probabilities)")
+    if not any(os.path.exists(os.path.join(path, f)) for f in WEIGHT_FILES):
+        raise _fail(path, "no weights (model.safetensors or pytorch_model.bin) in the checkpoint")
+    return config
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else ""
+
+
+def load_lm(path: str | os.PathLike, device: str = "cpu") -> LoadedLM:
+    offline()
+    path = os.fspath(path)
+    manifest = store.read_manifest(path) if os.path.isdir(path) else None
+    if manifest is not None:
+        store.verify(path, KIND)
+    config = check_causal_config(path)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, config=config)
+    except Exception as exc:
+        raise _fail(path, f"cannot load the weights, the checkpoint looks corrupted "
+                          f"({type(exc).__name__}: {_first_line(exc)})") from None
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except Exception as exc:
+        raise _fail(path, f"cannot load the tokenizer ({type(exc).__name__}: {_first_line(exc)})") from None
+    sep = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.bos_token_id
+    if sep is None:
+        raise _fail(path, "the tokenizer has neither an end-of-text nor a begin-of-text token")
+    try:
+        model.to(device)
+    except Exception as exc:
+        raise DialevalError(f"cannot use device {device!r}: {_first_line(exc)}") from None
+    model.eval()
+    max_len = int(getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None) or 1024)
+    info: dict = {}
+    info_path = os.path.join(path, INFO_FILE)
+    if os.path.exists(info_path):
+        with open(info_path, encoding="utf-8") as handle:
+            info = json.load(handle)
+    reference: dict[str, np.ndarray] = {}
+    ref_path = os.path.join(path, REFERENCE_FILE)
+    if os.path.exists(ref_path):
+        with np.load(ref_path, allow_pickle=False) as data:
+            reference = {k: data[k] for k in data.files}
+    if manifest is not None:
+        weights = next((f for f in WEIGHT_FILES if f in manifest["files"]), None)
+        fingerprint = manifest["files"][weights]["sha256"][:12] if weights else "unverified"
+    else:
+        fingerprint = "unverified"
+    del torch
+    return LoadedLM(path=path, model=model, tokenizer=tokenizer, sep_id=int(sep), max_len=max_len,
+                    device=device, info=info, reference=reference, fingerprint=fingerprint)
+
+
+_CACHE: dict[tuple[str, str], LoadedLM] = {}
+
+
+def cached_lm(path: str | os.PathLike, device: str = "cpu") -> LoadedLM:
+    """One loaded copy per (folder, device) per process: coherence and fluency share it."""
+    key = (os.path.realpath(os.fspath(path)), device)
+    if key not in _CACHE:
+        _CACHE[key] = load_lm(path, device)
+    return _CACHE[key]

@@ -1,0 +1,89 @@
+"""Mean log-probability of a response's tokens under a causal LM, with or without a query.
+
+Sequences are laid out as the model was trained on them: `<sep> query <sep> response`
+for context coherence (eq. 1: only the response tokens are summed, the query's own
+probability cancels), `<sep> response` for fluency (eq. 3). `<sep>` is the tokenizer's
+end-of-text token, which a GPT-2 checkpoint already knows. Batches are formed from
+length-sorted sequences so little compute goes to padding.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from .checkpoint import LoadedLM
+
+
+def layout(lm: LoadedLM, query: list[int] | None, response: list[int]) -> tuple[list[int], int]:
+    """(ids, index of the first response token), truncated to the model's window: the query
+    loses its oldest tokens first, then the response its last ones."""
+    room = lm.max_len
+    if query is None:
+        response = response[: room - 1]
+        return [lm.sep_id] + response, 1
+    response = response[: room - 2]
+    keep = max(0, room - 2 - len(response))
+    query = query[len(query) - keep:] if keep else []
+    ids = [lm.sep_id] + query + [lm.sep_id] + response
+    return ids, len(query) + 2
+
+
+def mean_logprobs(lm: LoadedLM, responses: Sequence[str], queries: Sequence[str] | None = None,
+                  batch_size: int = 32) -> np.ndarray:
+    """(n,) mean natural-log probability per response token; NaN for an empty response."""
+    resp_ids = [lm.encode(r) for r in responses]
+    query_ids = [lm.encode(q) for q in queries] if queries is not None else [None] * len(responses)
+    sums, counts = token_logprob_sums(lm, query_ids, resp_ids, batch_size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), math.nan)
+
+
+def token_logprob_sums(lm: LoadedLM, queries: Sequence[list[int] | None], responses: Sequence[list[int]],
+                       batch_size: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    """Summed log-probability and count of the response tokens of each (query, response)."""
+    import torch
+
+    n = len(responses)
+    sums = np.zeros(n)
+    counts = np.zeros(n, dtype=np.int64)
+    laid = [layout(lm, q, r) if r else ([], 0) for q, r in zip(queries, responses)]
+    order = sorted((i for i in range(n) if responses[i]), key=lambda i: len(laid[i][0]))
+    batch_size = max(1, int(batch_size))
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            width = max(len(laid[i][0]) for i in rows)
+            ids = torch.full((len(rows), width), lm.sep_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            target = torch.zeros((len(rows), width), dtype=torch.bool)
+            for k, i in enumerate(rows):
+                seq, first = laid[i]
+                ids[k, :len(seq)] = torch.tensor(seq)
+                mask[k, :len(seq)] = 1
+                target[k, first:len(seq)] = True
+            logits = lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device)).logits
+            logits = logits[:, :-1].float()
+            nexts = ids[:, 1:].to(lm.device)
+            picked = target[:, 1:].to(lm.device)
+            logp = torch.log_softmax(logits, dim=-1).gather(-1, nexts.unsqueeze(-1)).squeeze(-1)
+            logp = torch.where(picked, logp, torch.zeros_like(logp))
+            sums[rows] = logp.sum(dim=1).double().cpu().numpy()
+            counts[rows] = picked.sum(dim=1).cpu().numpy()
+    return sums, counts
+
+
+def perplexity(lm: LoadedLM, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> float:
+    """Per-token perplexity of `<sep> query <sep> response` sequences, the training layout,
+    over every token after the first separator (the query's tokens too)."""
+    total, count = 0.0, 0
+    fluency_q = [lm.encode(q) for q, _ in pairs]
+    resp = [lm.encode(r) for _, r in pairs]
+    # log P(q) and log P(r | q): their sum is the whole sequence's log-probability
+    s1, c1 = token_logprob_sums(lm, [None] * len(pairs), fluency_q, batch_size)
+    s2, c2 = token_logprob_sums(lm, fluency_q, resp, batch_size)
+    total = float(s1.sum() + s2.sum())
+    count = int(c1.sum() + c2.sum())
+    return math.exp(-total / count) if count else math.nan

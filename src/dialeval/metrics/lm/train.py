@@ -1,0 +1,226 @@
+"""Training a small GPT-2-style LM from scratch, or fine-tuning a checkpoint, on dialogue pairs.
+
+No pretrained GPT-2 can be downloaded here, so the default trains one: a byte-level BPE
+tokenizer (`tokenizers`) and a GPT-2 model (`transformers`) on query-response pairs laid out
+as the scorer reads them (`<sep> query <sep> response <sep>`, the paper's concatenation).
+With `init` the same loop fine-tunes an existing checkpoint with its own tokenizer.
+
+Training stops at whichever comes first: the epochs, `max_steps` or `max_minutes`. A small
+held-out share of the pairs is never trained on; after training the raw coherence and fluency
+scores of those pairs are stored with the model, so the normalised metrics (eq. 2 and 4) can
+take their lower bound at any percentile later.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ...errors import DialevalError
+from ...models import store
+from .checkpoint import INFO_FILE, KIND, REFERENCE_FILE, LoadedLM, load_lm, offline
+
+SEP = "<|endoftext|>"
+
+
+@dataclass
+class LMTrainConfig:
+    vocab_size: int = 8000
+    n_layer: int = 4
+    n_embd: int = 256
+    n_head: int = 4
+    n_positions: int = 128
+    epochs: float = 1.0
+    max_steps: int | None = None
+    max_minutes: float | None = None
+    batch_size: int = 32
+    lr: float | None = None          # default: 1e-3 from scratch, 5e-5 fine-tuning
+    warmup_steps: int = 200
+    weight_decay: float = 0.01
+    dropout: float = 0.1
+    reference_pairs: int = 2000     # held out, scored for the normalisation bounds
+    seed: int = 0
+    threads: int = 2
+    device: str = "cpu"
+
+
+def build_tokenizer(texts: Sequence[str], vocab_size: int, work_dir: str):
+    """A byte-level BPE tokenizer trained on `texts`, wrapped so transformers can save/load it."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer(add_prefix_space=False)
+    bpe.train_from_iterator((" " + " ".join(t.split()) for t in texts), vocab_size=vocab_size,
+                            min_frequency=2, special_tokens=[SEP], show_progress=False)
+    return PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token=SEP, eos_token=SEP,
+                                   unk_token=SEP, pad_token=SEP)
+
+
+def _split_pairs(pairs: list[tuple[str, str]], n_ref: int, seed: int):
+    order = list(range(len(pairs)))
+    random.Random(seed).shuffle(order)
+    n_ref = min(n_ref, len(pairs) // 10) if len(pairs) >= 20 else 0
+    held = sorted(order[:n_ref])
+    held_set = set(held)
+    train = [pairs[i] for i in range(len(pairs)) if i not in held_set]
+    return train, [pairs[i] for i in held]
+
+
+def _batches(sequences: list[list[int]], batch_size: int, rng: random.Random) -> list[list[int]]:
+    """Shuffled batches of similar-length sequences (sorted within chunks of 50 batches)."""
+    order = list(range(len(sequences)))
+    rng.shuffle(order)
+    chunk = batch_size * 50
+    batches = []
+    for start in range(0, len(order), chunk):
+        part = sorted(order[start:start + chunk], key=lambda i: len(sequences[i]))
+        batches.extend(part[k:k + batch_size] for k in range(0, len(part), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
+def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, init: str | None = None,
+             corpus_format: str | None = None, reference_corpus: str | None = None,
+             log: Callable[[str], None] = print) -> dict:
+    """Train (or fine-tune `init`) and save a verified artifact folder; returns its info."""
+    offline()
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from ...data.corpus import pairs as corpus_pairs, read_corpus
+
+    cfg = config or LMTrainConfig()
+    torch.manual_seed(cfg.seed)
+    if cfg.device == "cpu":
+        torch.set_num_threads(max(1, cfg.threads))
+    all_pairs = corpus_pairs(read_corpus(corpus, corpus_format))
+    if not all_pairs:
+        raise DialevalError(f"{corpus}: no query-response pairs (every dialogue has one utterance)")
+    if reference_corpus:
+        train_pairs = all_pairs
+        ref_pairs = corpus_pairs(read_corpus(reference_corpus))[: cfg.reference_pairs]
+    else:
+        train_pairs, ref_pairs = _split_pairs(all_pairs, cfg.reference_pairs, cfg.seed)
+    started = time.time()
+    staging = os.path.abspath(out_dir) + ".tmp-save"
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+    if init:
+        base = load_lm(init, cfg.device)
+        model, tokenizer = base.model, base.tokenizer
+        lr = cfg.lr if cfg.lr is not None else 5e-5
+        arch = {"init": os.path.abspath(init)}
+    else:
+        texts = [t for p in train_pairs for t in p]
+        tokenizer = build_tokenizer(texts, cfg.vocab_size, staging)
+        gconf = GPT2Config(vocab_size=len(tokenizer), n_positions=cfg.n_positions, n_embd=cfg.n_embd,
+                           n_layer=cfg.n_layer, n_head=cfg.n_head, resid_pdrop=cfg.dropout,
+                           embd_pdrop=cfg.dropout, attn_pdrop=cfg.dropout,
+                           bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id)
+        model = GPT2LMHeadModel(gconf).to(cfg.device)
+        lr = cfg.lr if cfg.lr is not None else 1e-3
+        arch = {"n_layer": cfg.n_layer, "n_embd": cfg.n_embd, "n_head": cfg.n_head,
+                "n_positions": cfg.n_positions, "vocab_size": len(tokenizer)}
+    lm = LoadedLM(path=staging, model=model, tokenizer=tokenizer, sep_id=int(tokenizer.eos_token_id),
+                  max_len=int(getattr(model.config, "n_positions", None) or model.config.max_position_embeddings),
+                  device=cfg.device)
+    sequences = []
+    for q, r in train_pairs:
+        ids = [lm.sep_id] + lm.encode(q) + [lm.sep_id] + lm.encode(r) + [lm.sep_id]
+        sequences.append(ids[-lm.max_len:])
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"train lm: {len(train_pairs)} pairs ({sum(map(len, sequences))} tokens), "
+        f"{len(ref_pairs)} reference pairs held out, {n_params / 1e6:.2f}M parameters")
+
+    steps_per_epoch = math.ceil(len(sequences) / cfg.batch_size)
+    total = int(math.ceil(cfg.epochs * steps_per_epoch))
+    if cfg.max_steps is not None:
+        total = min(total, cfg.max_steps)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=cfg.weight_decay)
+    warmup = min(cfg.warmup_steps, max(1, total // 10))
+
+    def schedule(step: int) -> float:  # linear warm-up, cosine decay to 10%
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total - warmup)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    rng = random.Random(cfg.seed)
+    step, stopped_by = 0, "epochs"
+    deadline = started + cfg.max_minutes * 60 if cfg.max_minutes else None
+    train_started = time.time()
+    model.train()
+    running = []
+    while step < total:
+        for rows in _batches(sequences, cfg.batch_size, rng):
+            if step >= total:
+                break
+            if deadline is not None and time.time() >= deadline:
+                stopped_by = "max_minutes"
+                break
+            width = max(len(sequences[i]) for i in rows)
+            ids = torch.full((len(rows), width), lm.sep_id, dtype=torch.long)
+            labels = torch.full((len(rows), width), -100, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for k, i in enumerate(rows):
+                seq = torch.tensor(sequences[i])
+                ids[k, :len(seq)] = seq
+                labels[k, :len(seq)] = seq
+                mask[k, :len(seq)] = 1
+            out = model(input_ids=ids.to(cfg.device), attention_mask=mask.to(cfg.device),
+                        labels=labels.to(cfg.device))
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            running.append(float(out.loss))
+            step += 1
+            if step % 100 == 0 or step == total:
+                elapsed = time.time() - train_started
+                log(f"step {step}/{total} loss {np.mean(running[-100:]):.3f} "
+                    f"{elapsed / step:.3f}s/step {elapsed / 60:.1f} min")
+        else:
+            continue
+        break
+    if cfg.max_steps is not None and step >= cfg.max_steps and step < int(math.ceil(cfg.epochs * steps_per_epoch)):
+        stopped_by = "max_steps"
+    train_seconds = time.time() - train_started
+    model.eval()
+
+    from .logprob import mean_logprobs, perplexity
+
+    ref_q = [q for q, _ in ref_pairs]
+    ref_r = [r for _, r in ref_pairs]
+    reference = {"coherence_raw": mean_logprobs(lm, ref_r, ref_q), "fluency_raw": mean_logprobs(lm, ref_r)}
+    reference = {k: v[~np.isnan(v)] for k, v in reference.items()}
+    ref_ppl = perplexity(lm, ref_pairs) if ref_pairs else math.nan
+    info = {
+        "kind": KIND, "corpus": os.path.basename(corpus), "init": arch.get("init"),
+        "architecture": arch, "parameters": n_params, "train_pairs": len(train_pairs),
+        "reference_pairs": len(ref_pairs), "reference_source": os.path.basename(reference_corpus)
+        if reference_corpus else "held-out share of the training corpus",
+        "steps": step, "steps_per_epoch": steps_per_epoch, "epochs_done": step / max(1, steps_per_epoch),
+        "stopped_by": stopped_by, "train_seconds": round(train_seconds, 1), "lr": lr,
+        "reference_perplexity": ref_ppl, "config": asdict(cfg),
+        "layout": "<sep> query <sep> response <sep>, <sep> = tokenizer eos",
+    }
+    log(f"trained {step} steps in {train_seconds / 60:.1f} min ({stopped_by}); "
+        f"held-out perplexity {ref_ppl:.2f}")
+    model.save_pretrained(staging, safe_serialization=True)
+    tokenizer.save_pretrained(staging)
+    with open(os.path.join(staging, INFO_FILE), "w", encoding="utf-8") as handle:
+        json.dump(info, handle, indent=1)
+    np.savez(os.path.join(staging, REFERENCE_FILE), **reference)
+    store.write_manifest(staging, KIND)
+    store.replace_dir(staging, os.path.abspath(out_dir))
+    return info

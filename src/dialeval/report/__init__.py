@@ -1,0 +1,1 @@
+"""Tables and figures for people. matplotlib is imported only when a plot is drawn."""
