@@ -22,6 +22,7 @@ DEFAULT_METRICS = "bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d,cider"
 # (`dialeval train WHAT ...`). They must import nothing heavy at top level.
 CLI_EXTENSIONS: list[str] = [
     "dialeval.meta.cli",
+    "dialeval.metrics.overlap.meteor.cli",
 ]
 
 
@@ -55,12 +56,28 @@ def load_input(args) -> list:
 def metric_options(args) -> dict:
     """Options for metrics, from whichever arguments families added to `score`."""
     skip = {"command", "func", "input", "hyp", "ref", "system", "format", "metrics", "output",
-            "json", "table_format", "refs_mode", "tokenize"}
+            "json", "table_format", "refs_mode", "tokenize", "report", "what"}
     return {k: v for k, v in vars(args).items() if k not in skip and v is not None}
 
 
+def system_table(result, table_format: str = "plain") -> str:
+    """Per-system corpus values (and an `(all)` row when there are several systems)."""
+    from .data.writers import format_table
+
+    header = ["system", "n"] + result.metrics
+    counts: dict[str, int] = {}
+    for s in result.samples:
+        key = s.system if s.system is not None else "all"
+        counts[key] = counts.get(key, 0) + 1
+    rows = [[system, counts[system]] + [vals[m] for m in result.metrics]
+            for system, vals in result.systems.items()]
+    if len(rows) > 1:
+        rows.append(["(all)", len(result.samples)] + [result.corpus[m] for m in result.metrics])
+    return format_table(header, rows, fmt=table_format)
+
+
 def cmd_score(args) -> int:
-    from .data.writers import format_table, write_jsonl
+    from .data.writers import atomic_write, write_json, write_jsonl
     from .scoring import score
 
     samples = load_input(args)
@@ -68,19 +85,17 @@ def cmd_score(args) -> int:
                    tokenizer=args.tokenize, **metric_options(args))
     if args.output:
         write_jsonl(args.output, result.records())
+    if args.report:
+        if args.report.endswith(".json"):
+            write_json(args.report, result.summary())
+        else:
+            with atomic_write(args.report) as handle:
+                handle.write(system_table(result, "markdown") + "\n\n")
+                handle.writelines(f"- `{m}`: `{result.signatures[m]}`\n" for m in result.metrics)
     if args.json:
         print(json.dumps(result.summary(), ensure_ascii=False))
     else:
-        header = ["system", "n"] + result.metrics
-        counts: dict[str, int] = {}
-        for s in result.samples:
-            key = s.system if s.system is not None else "all"
-            counts[key] = counts.get(key, 0) + 1
-        rows = [[system, counts[system]] + [vals[m] for m in result.metrics]
-                for system, vals in result.systems.items()]
-        if len(rows) > 1:
-            rows.append(["(all)", len(result.samples)] + [result.corpus[m] for m in result.metrics])
-        print(format_table(header, rows, fmt=args.table_format))
+        print(system_table(result, args.table_format))
         print()
         for m in result.metrics:
             print(f"{m}: {result.signatures[m]}")
@@ -123,6 +138,7 @@ def add_score_parser(sub) -> argparse.ArgumentParser:
                    help="tokenizer for every metric (default: each metric's original)")
     p.add_argument("-o", "--output", help="per-sample JSONL output")
     p.add_argument("--json", action="store_true", help="print one JSON summary instead of a table")
+    p.add_argument("--report", help="also write the aggregate report: .json, or a markdown table otherwise")
     p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
     p.set_defaults(func=cmd_score)
     return p
