@@ -119,3 +119,15 @@ def test_ptb_tokenizer_changes_signature_and_tokens():
     res = score([{"response": "Don't stop.", "references": ["do n't stop ."]}], ["bleu1"], tokenizer="ptb-lower")
     assert "tok:ptb-lower" in res.signatures["bleu1"]
     assert res.sentence["bleu1"][0] == pytest.approx(1.0, abs=1e-8)
+
+
+@pytest.mark.parametrize("hyp,refs,same", [
+    ("a b", ["c d"], True), ("a  b", ["c"], False), (" a", ["b"], False), ("a", [""], False),
+    ("a", ["b "], False), ("a\tb", ["c"], False), ("", ["a"], False), ("a", ["b", "c d"], True),
+])
+def test_rouge_shares_whitespace_tokens_only_when_splitting_agrees(hyp, refs, same):
+    from dialeval.metrics.base import Batch
+    from dialeval.metrics.overlap.tokens import _space_is_whitespace
+
+    assert _space_is_whitespace(Batch([hyp], [refs])) is same
+    assert (hyp.split(" ") == hyp.split() and all(r.split(" ") == r.split() for r in refs)) is same

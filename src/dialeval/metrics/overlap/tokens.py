@@ -32,7 +32,8 @@ def take(table: TokenTable, rows: np.ndarray) -> TokenTable:
     return TokenTable(ids=ids, lengths=lengths, starts=starts)
 
 
-_NOT_PLAIN = re.compile(r"[^\S ]| {2}|^ | $|^$", re.MULTILINE)
+# in texts joined by NUL: other whitespace, a double space, a space at a text's edge, an empty text
+_NOT_PLAIN = re.compile(r"[^\S ]| {2}|(?:^|\x00) | (?:\x00|$)|\x00\x00|^\x00|\x00$|^$")
 
 
 def _space_is_whitespace(batch: Batch) -> bool:
@@ -40,8 +41,8 @@ def _space_is_whitespace(batch: Batch) -> bool:
     (no empty text, no double, leading or trailing space, no other whitespace), so that ROUGE-L
     can share the BLEU/CIDEr tokens."""
     texts = batch.hyps + [r for refs in batch.refs for r in refs]
-    return not any(_NOT_PLAIN.search(t) for t in ("\n".join(texts[i:i + 4096])
-                                                 for i in range(0, len(texts), 4096)))
+    return not any(_NOT_PLAIN.search("\x00".join(texts[i:i + 4096]))
+                   for i in range(0, len(texts), 4096))
 
 
 def tokenized(batch: Batch, tokenizer: str) -> TokenizedBatch:
