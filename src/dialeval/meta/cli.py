@@ -55,7 +55,7 @@ def _comparison_table(rows: list[dict], fmt: str) -> str:
               "p (Williams)", "p (bootstrap)", "95% CI r(A)-r(B)"]
     body = [[r["metric_a"], r["metric_b"], r["quality"], r["level"], r["method"], _fmt(r["r_a"]),
              _fmt(r["r_b"]), _fmt(r["r_ab"]), _fmt(r["williams_t"], 3), _p(r["williams_p"]),
-             _p(r["bootstrap_p"]),
+             f"<{1 / r['n_boot']:.0e}" if r["bootstrap_p"] == 0 else _p(r["bootstrap_p"]),
              "n/a" if not math.isfinite(r["diff_ci_low"]) else
              f"[{r['diff_ci_low']:.4f}, {r['diff_ci_high']:.4f}]"] for r in rows]
     return format_table(header, body, fmt=fmt)
@@ -173,6 +173,8 @@ def cmd_evaluate(args) -> int:
              "signatures": result.signatures}
     if dataset.system_ratings:
         # Only system means are published: correlate each system's corpus score with them.
+        if args.level not in (None, "system"):
+            _warn(f"{dataset.info.name} has only system-level human scores; --level ignored")
         for q in qualities:
             human = {s: v[q] for s, v in dataset.system_ratings.items() if q in v}
             correlations += system_level_rows(result.systems, human, quality=q,
@@ -194,7 +196,8 @@ def cmd_agreement(args) -> int:
     from ..data.writers import format_table, json_value
     from .agreement import agreement, ratings_matrix
 
-    dataset = load_dataset(args.dataset, args.path)
+    kwargs = {"exclude_systems": tuple(args.exclude_system)} if args.exclude_system else {}
+    dataset = load_dataset(args.dataset, args.path, **kwargs)
     qualities = _names(args.qualities) or list(dataset.info.qualities)
     rows = []
     for q in qualities:
@@ -292,6 +295,7 @@ def add_commands(sub) -> None:
     p.add_argument("--method", default="spearman", choices=["pearson", "spearman", "kendall"])
     p.add_argument("--n-rep", type=int, default=100, help="random splits for split-half")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--exclude-system", action="append", help="leave out a system's responses")
     p.add_argument("--drop-below", type=float, default=None,
                    help="drop raters whose mean pairwise kappa is below this (nlg-eval paper: 0.1)")
     p.add_argument("--json", action="store_true")

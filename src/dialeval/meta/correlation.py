@@ -27,6 +27,7 @@ from ..errors import DialevalError
 METHODS = ("pearson", "spearman", "kendall")
 LEVELS = ("turn", "dialogue", "system")
 MIN_POINTS = 5  # fewer points than this and a correlation says little; we warn
+_CHUNK_ELEMENTS = 2_000_000  # resampled values per bootstrap chunk
 
 
 class FewPointsWarning(UserWarning):
@@ -170,28 +171,36 @@ def bootstrap(metric: Sequence[float], human: Sequence[float], methods: Sequence
     ok = np.isfinite(y)
     for x in xs:
         ok &= np.isfinite(x)
-    out: dict = {}
     if level == "system":
         if systems is None:
             raise DialevalError("system-level correlation needs 'system' on every sample")
         keys = [s for s, good in zip(systems, ok) if good]
-        idx = bootstrap_indices(int(ok.sum()), n_boot, rng, strata=keys)
-        # Columns of idx belong to fixed systems, so system means are means over column blocks.
-        _, xm = group_means(np.stack([x[ok][idx] for x in xs] + [y[ok][idx]]), keys)
-        pairs = [(xm[k], xm[-1]) for k in range(len(xs))]
+        cols = [x[ok] for x in xs] + [y[ok]]
+        strata = keys
     else:
-        px = []
+        cols = []
         for x in xs:
-            a, b, _ = level_points(np.where(ok, x, np.nan), y, level, dialogues=dialogues,
-                                   systems=systems)
-            px.append(a)
-        hy = b
-        idx = bootstrap_indices(len(hy), n_boot, rng)
-        pairs = [(a[idx], hy[idx]) for a in px]
-    for method in methods:
-        for k, (a, b) in enumerate(pairs):
-            out[method if k == 0 else (method, k)] = rowwise(a, b, method)
-    return out
+            a, hy, _ = level_points(np.where(ok, x, np.nan), y, level, dialogues=dialogues,
+                                    systems=systems)
+            cols.append(a)
+        cols.append(hy)
+        strata = None
+    n = len(cols[-1])
+    # Resamples are drawn and evaluated in chunks (a fixed size for a given n, so the same seed
+    # gives the same numbers) to bound memory on large sets.
+    chunk = max(1, _CHUNK_ELEMENTS // max(n, 1))
+    parts: dict = {}
+    for start in range(0, n_boot, chunk):
+        idx = bootstrap_indices(n, min(chunk, n_boot - start), rng, strata=strata)
+        drawn = np.stack([c[idx] for c in cols])
+        if strata is not None:
+            # Columns of idx belong to fixed systems: system means are means over column blocks.
+            _, drawn = group_means(drawn, strata)
+        for method in methods:
+            for k in range(len(xs)):
+                key = method if k == 0 else (method, k)
+                parts.setdefault(key, []).append(rowwise(drawn[k], drawn[-1], method))
+    return {key: np.concatenate(v) for key, v in parts.items()}
 
 
 def percentile_ci(samples: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:

@@ -70,7 +70,8 @@ def heatmap(matrix: np.ndarray, labels: Sequence[str], path: str, *, title: str 
     for i in range(len(labels)):
         for j in range(len(labels)):
             if np.isfinite(matrix[i, j]):
-                ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=8)
+                ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if abs(matrix[i, j]) > 0.6 else "black")
     fig.colorbar(im, ax=ax, fraction=0.046)
     if title:
         ax.set_title(title)

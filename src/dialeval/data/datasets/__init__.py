@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ...errors import DialevalError
 from .base import DIALOGUE_ID, Dataset
@@ -26,12 +26,23 @@ class DatasetSpec:
     description: str
     kwargs: dict[str, Any] = field(default_factory=dict)
 
-    def load(self, path: str | os.PathLike, **options: Any) -> Dataset:
+    def load(self, path: str | os.PathLike, *, exclude_systems: Sequence[str] = (),
+             **options: Any) -> Dataset:
+        """Load from the folder; `exclude_systems` drops those systems' samples (e.g. USR's
+        "Original Ground Truth", which is also the reference)."""
         module_name, func = self.target.split(":")
         module = importlib.import_module(f"{__name__}.{module_name}")
         if not os.path.isdir(path):
             raise DialevalError(f"{path}: not a folder (give the {self.folder} data set's folder)")
-        return getattr(module, func)(path, **{**self.kwargs, **options})
+        dataset = getattr(module, func)(path, **{**self.kwargs, **options})
+        if exclude_systems:
+            unknown = set(exclude_systems) - {s.system for s in dataset.samples}
+            if unknown:
+                raise DialevalError(f"{self.name} has no system {sorted(unknown)[0]!r}")
+            dataset.samples = [s for s in dataset.samples if s.system not in set(exclude_systems)]
+            dataset.system_ratings = {k: v for k, v in dataset.system_ratings.items()
+                                      if k not in set(exclude_systems)}
+        return dataset
 
 
 _SPECS = [

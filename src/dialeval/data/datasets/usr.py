@@ -4,7 +4,8 @@
 Quirks: the context is one string with turns joined by newlines (split here); the
 `Original Ground Truth` response doubles as the single reference for every response to the
 same context (the USR paper's setup), so the ground truth is scored against itself - leave it
-out (`exclude_systems`) for reference-based metrics as the paper does.
+out (`load_dataset(..., exclude_systems=["Original Ground Truth"])`, CLI `--exclude-system`)
+for reference-based metrics, as the paper does.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ FILES = {"tc": "tc_usr_data.json", "pc": "pc_usr_data.json"}
 GROUND_TRUTH = "Original Ground Truth"
 
 
-def load(path: str | os.PathLike, corpus: str = "tc", exclude_systems: tuple[str, ...] = ()) -> Dataset:
+def load(path: str | os.PathLike, corpus: str = "tc") -> Dataset:
     file = need_file(path, FILES[corpus])
     data = read_json(file)
     samples = []
@@ -34,8 +35,6 @@ def load(path: str | os.PathLike, corpus: str = "tc", exclude_systems: tuple[str
         context = [t for t in item["context"].split("\n") if t.strip()]
         truth = [r["response"] for r in item["responses"] if r.get("model") == GROUND_TRUTH]
         for k, resp in enumerate(item["responses"]):
-            if resp.get("model") in exclude_systems:
-                continue
             ratings = {}
             for key, value in resp.items():
                 if isinstance(value, list):
