@@ -7,7 +7,7 @@ PY=${PYTHON:-python3}
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 
 # --- Debian packages -------------------------------------------------------------------
-APT_PACKAGES=()
+APT_PACKAGES=(wordnet-base wordnet-sense-index cmake g++ zlib1g-dev libbz2-dev liblzma-dev libboost-program-options-dev libboost-system-dev libboost-thread-dev libboost-test-dev)
 if [ ${#APT_PACKAGES[@]} -gt 0 ]; then
   missing=()
   for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -22,3 +22,52 @@ fi
 "$PY" -m pip install -q --disable-pip-version-check -e ".[all,dev]"
 
 # --- Resources built or set up after installation ----------------------------------------
+
+# WordNet 3.0 for nltk (query augmentation by synonym substitution): nltk reads Debian's
+# wordnet-base files once they are COPIED into <nltk_data>/corpora/wordnet/ together with a
+# `lexnames` file (the 45 lexicographer files of lexnames(5WN), which Debian does not ship).
+WN_SRC=/usr/share/wordnet
+if [ -d "$WN_SRC" ]; then
+  if [ -n "${NLTK_DATA:-}" ]; then WN_DST="${NLTK_DATA%%:*}/corpora/wordnet"
+  elif [ "$(id -u)" -eq 0 ]; then WN_DST=/usr/local/share/nltk_data/corpora/wordnet
+  else WN_DST="$HOME/nltk_data/corpora/wordnet"; fi
+  if [ ! -f "$WN_DST/lexnames" ] || [ ! -f "$WN_DST/data.noun" ]; then
+    mkdir -p "$WN_DST"
+    for f in "$WN_SRC"/*; do [ -f "$f" ] && cp -L "$f" "$WN_DST/"; done
+    n=0
+    for name in adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute \
+        noun.body noun.cognition noun.communication noun.event noun.feeling noun.food noun.group \
+        noun.location noun.motive noun.object noun.person noun.phenomenon noun.plant noun.possession \
+        noun.process noun.quantity noun.relation noun.shape noun.state noun.substance noun.time \
+        verb.body verb.change verb.cognition verb.communication verb.competition verb.consumption \
+        verb.contact verb.creation verb.emotion verb.motion verb.perception verb.possession \
+        verb.social verb.stative verb.weather adj.ppl; do
+      case "$name" in noun.*) cat=1;; verb.*) cat=2;; adj.*) cat=3;; adv.*) cat=4;; esac
+      printf '%02d\t%s\t%d\n' "$n" "$name" "$cat"; n=$((n + 1))
+    done > "$WN_DST/lexnames.tmp" && mv "$WN_DST/lexnames.tmp" "$WN_DST/lexnames"
+  fi
+fi
+
+# AM-FM: KenLM's lmplz/build_binary, built once from the kenlm sdist on PyPI into .tools/bin
+# (git-ignored); dialeval finds them there or through DIALEVAL_KENLM_BIN.
+if [ ! -x .tools/bin/lmplz ] || [ ! -x .tools/bin/query ]; then
+  mkdir -p .tools/src .tools/bin
+  [ -f .tools/src/kenlm-0.3.0.tar.gz ] || "$PY" -m pip download -q --disable-pip-version-check --no-deps \
+    --no-binary kenlm --no-build-isolation -d .tools/src "kenlm==0.3.0"
+  tar -xzf .tools/src/kenlm-0.3.0.tar.gz -C .tools/src
+  cmake -S .tools/src/kenlm-0.3.0 -B .tools/src/build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build .tools/src/build --target lmplz build_binary query -j "$(nproc)" >/dev/null
+  cp .tools/src/build/bin/lmplz .tools/src/build/bin/build_binary .tools/src/build/bin/query .tools/bin/
+fi
+
+# METEOR: parse METEOR 1.5's paraphrase table (from the pycocoevalcap wheel) once into the
+# local cache (~/.cache/dialeval/meteor); a no-op when the cache already exists.
+"$PY" -c "from dialeval.metrics.overlap.meteor.resources import load_resources; load_resources()"
+
+# Embedding metrics: default word vectors (all-MiniLM-L6-v2's input word embeddings) written
+# once to ~/.cache/dialeval/artifacts/word-vectors-default; skipped when already there.
+"$PY" -c "
+import os
+from dialeval.metrics.embedding.defaults import default_vectors_dir
+from dialeval.metrics.embedding.train import encoder_input_vectors
+os.path.isdir(default_vectors_dir()) or encoder_input_vectors(default_vectors_dir())"

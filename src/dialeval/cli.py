@@ -23,6 +23,10 @@ DEFAULT_METRICS = "bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d,cider"
 CLI_EXTENSIONS: list[str] = [
     "dialeval.meta.cli",
     "dialeval.metrics.overlap.meteor.cli",
+    "dialeval.metrics.embedding.cli",
+    "dialeval.metrics.lm.cli",
+    "dialeval.augment.cli",
+    "dialeval.metrics.amfm.cli",
 ]
 
 

@@ -52,6 +52,34 @@ _SPECS: list[MetricSpec] = [
     MetricSpec("cider", f"{_OVERLAP}.cider:Cider", "overlap",
                "plain CIDEr (Vedantam et al. 2015), corpus document frequencies",
                fixed={"variant": "plain"}),
+    MetricSpec("meteor", f"{_OVERLAP}.meteor.metric:Meteor", "overlap",
+               "METEOR 1.5 as pycocoevalcap runs the jar (-l en -norm), without Java",
+               options=COMMON_OPTIONS + ("meteor_resources", "meteor_workers"), extra="meteor"),
+    *[MetricSpec(name, f"dialeval.metrics.embedding.nlgeval:{cls}", "embedding", desc,
+                 options=COMMON_OPTIONS + ("word_vectors", "vector_case"), extra="embeddings")
+      for name, cls, desc in [
+          ("emb_average", "EmbeddingAverage", "Embedding Average cosine, nlg-eval rules (max over references)"),
+          ("emb_extrema", "VectorExtrema", "Vector Extrema cosine, nlg-eval rules (max over references)"),
+          ("emb_greedy", "GreedyMatching", "Greedy Matching, nlg-eval rules (max over references)")]],
+    MetricSpec("sent_cosine", "dialeval.metrics.embedding.sentence:SentenceCosine", "embedding",
+               "sentence-encoder cosine (all-MiniLM-L6-v2 by default), best over references",
+               options=("refs_mode", "sentence_model"), extra="embeddings"),
+    *[MetricSpec(name, f"dialeval.metrics.lm.metric:{cls}", "lm", desc,
+                 options=("lm_model", "lm_percentile", "lm_batch_size", "lm_device", "lm_context_turns"),
+                 extra="lm")
+      for name, cls, desc in [
+          ("lm_coherence", "LMCoherence", "context coherence c(r|q), causal LM, normalised (holistic eq. 2)"),
+          ("lm_fluency", "LMFluency", "fluency f(r), causal LM, normalised (holistic eq. 4)"),
+          ("lm_coherence_raw", "LMCoherenceRaw", "mean log P(response | query) per token (holistic eq. 1)"),
+          ("lm_fluency_raw", "LMFluencyRaw", "mean log P(response) per token (holistic eq. 3)")]],
+    *[MetricSpec(name, f"dialeval.metrics.amfm.metric:{cls}", "amfm", desc,
+                 options=COMMON_OPTIONS + ("amfm_model", "amfm_lambda", "am_dims", "am_refs", "fm_refs"),
+                 extra="amfm")
+      for name, cls, desc in [
+          ("am", "AM", "AM-FM adequacy: LSI cosine, max over references (eq. 1); needs --amfm-model"),
+          ("fm", "FM", "AM-FM fluency: n-gram LM probability ratio, max over references (eq. 2-3)"),
+          ("fm_abs", "FMAbs", "AM-FM absolute fluency: n-gram LM probability of the response (eq. 2)"),
+          ("amfm", "AMFM", "AM-FM: lambda*AM + (1-lambda)*FM, lambda 0.8 (eq. 4); needs --amfm-model")]],
 ]
 
 REGISTRY: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}

@@ -1,0 +1,197 @@
+"""Command line for AM-FM: `dialeval train amfm`, `dialeval sweep amfm`, and the score
+options (`--amfm-model DIR`, `--amfm-lambda`, `--am-dims`, `--am-refs`, `--fm-refs`).
+Only argparse here; the work is in the library modules, imported when a command runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_score_arguments(parser) -> None:
+    g = parser.add_argument_group("AM-FM (am, fm, fm_abs, amfm)")
+    g.add_argument("--amfm-model", dest="amfm_model", help="trained AM-FM folder (dialeval train amfm)")
+    g.add_argument("--amfm-lambda", dest="amfm_lambda", type=float,
+                   help="weight of AM in amfm (eq. 4; default 0.8, the paper's)")
+    g.add_argument("--am-dims", dest="am_dims", type=int, help="LSI dimensions used by AM (default: the model's L)")
+    g.add_argument("--am-refs", dest="am_refs", choices=["max", "mean", "centroid"],
+                   help="AM over several references (default max, the paper's)")
+    g.add_argument("--fm-refs", dest="fm_refs", choices=["max", "mean"],
+                   help="FM over several references (default max, the paper's)")
+
+
+def _corpus_arguments(p) -> None:
+    p.add_argument("--corpus", action="append", default=[],
+                   help="training corpus: DailyDialog dialogues_*.txt or its .zip, JSONL dialogues, "
+                        "or plain text, one sentence per line (repeatable)")
+    p.add_argument("--corpus-format", choices=["dailydialog", "jsonl", "text"],
+                   help="corpus format (default: guessed per file)")
+    p.add_argument("--weighting", default="tf", choices=["tf", "binary", "tfidf"],
+                   help="bag-of-words term weighting for LSI (default tf: raw counts)")
+    p.add_argument("--lsi-sentences", type=int, default=10000,
+                   help="random sentences the SVD is trained on (default 10000, the paper's; 0: all)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def read_sentences(paths: list[str], fmt: str | None) -> list[str]:
+    from ...data.corpus import read_corpus, sentences
+    from ...errors import DialevalError
+
+    if not paths:
+        raise DialevalError("give at least one --corpus FILE")
+    out: list[str] = []
+    for path in paths:
+        out.extend(sentences(read_corpus(path, fmt)))
+    return out
+
+
+def cmd_train(args) -> int:
+    from .model import AMFMModel
+
+    sentences = read_sentences(args.corpus, args.corpus_format)
+    model = AMFMModel(dims=args.dims, order=args.order, weighting=args.weighting,
+                      lsi_sentences=args.lsi_sentences or None, seed=args.seed)
+    model.fit(sentences, source=", ".join(args.corpus))
+    path = model.save(args.output)
+    info = model.config()
+    print(f"AM-FM model written to {path}: {info['sentences']} sentences, "
+          f"SVD on {info['lsi_sentences_used']}, vocabulary {info['vocabulary']}, "
+          f"L={info['dims_fitted']}, n={info['lm_order']}, {info['train_seconds']:.1f} s")
+    return 0
+
+
+def add_train_commands(sub) -> None:
+    p = sub.add_parser("amfm", help="train an AM-FM model (LSI + n-gram LM) on a corpus")
+    _corpus_arguments(p)
+    p.add_argument("--dims", type=int, default=10, help="LSI dimension L (default 10, the paper's)")
+    p.add_argument("--order", type=int, default=2, help="n-gram order n (default 2, the paper's)")
+    p.add_argument("-o", "--output", required=True, help="model folder to write")
+    p.set_defaults(func=cmd_train)
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
+def load_eval_set(args):
+    """(samples, system order, system-level human scores) from --dataset or INPUT."""
+    import numpy as np
+
+    from ...errors import DialevalError
+
+    if args.dataset:
+        from ...data.datasets import load_dataset
+
+        if not args.data:
+            raise DialevalError("--dataset needs --data FOLDER")
+        ds = load_dataset(args.dataset, args.data)
+        samples = ds.samples
+        order = list(dict.fromkeys(s.system for s in samples))
+        if ds.system_ratings:
+            missing = [s for s in order if args.quality not in ds.system_ratings.get(s, {})]
+            if missing:
+                raise DialevalError(f"{args.dataset}: no system-level {args.quality!r} for {missing[0]}")
+            human = np.array([ds.system_ratings[s][args.quality] for s in order])
+            return samples, order, human
+    elif args.input:
+        from ...data.readers import read_samples
+
+        samples = read_samples(args.input)
+        order = list(dict.fromkeys(s.system for s in samples))
+    else:
+        raise DialevalError("give INPUT or --dataset NAME --data FOLDER")
+    if None in order:
+        raise DialevalError("system-level sweeps need a `system` for every sample")
+    human = []
+    for system in order:
+        values = [s.human(args.quality) for s in samples if s.system == system]
+        values = [v for v in values if v == v]
+        if not values:
+            raise DialevalError(f"system {system!r} has no {args.quality!r} ratings")
+        human.append(float(np.mean(values)))
+    return samples, order, np.array(human)
+
+
+def cmd_sweep(args) -> int:
+    from ...errors import DialevalError
+    from .lsi import log_grid
+    from .sweep import analyse, write_outputs
+    from .tuning import score_grid
+
+    if args.merge:
+        from .sweep import read_outputs
+
+        rows, summaries = [], []
+        for folder in args.merge:
+            r, s = read_outputs(folder)
+            rows += r
+            summaries += s
+        print("wrote " + ", ".join(write_outputs(args.output, rows, summaries)))
+        return 0
+    samples, order, human = load_eval_set(args)
+    hyps = [s.response for s in samples]
+    refs = [s.references for s in samples]
+    systems = [s.system for s in samples]
+    # the grid always holds the L of the order and lambda curves (the paper's L = 10)
+    dims = sorted(set(_ints(args.dims_grid) if args.dims_grid else log_grid(5, 2500)) | {args.dims})
+    orders = _ints(args.orders)
+    lambdas = _floats(args.lambdas)
+    say = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
+    runs = []
+    if args.corpus:
+        runs.append((args.label or "corpus", dict(corpus=read_sentences(args.corpus, args.corpus_format))))
+    if args.crossfit:
+        runs.append((f"crossfit-{args.crossfit}", dict(folds=args.crossfit)))
+    if not runs:
+        raise DialevalError("give --corpus FILE (train on a corpus) and/or --crossfit K (cross-fit on the references)")
+    rows, summaries = [], []
+    for label, source in runs:
+        if say:
+            say(f"[{label}] scoring {len(samples)} samples at L={dims} and n={orders}")
+        grid = score_grid(hyps, refs, dims, orders, weighting=args.weighting, seed=args.seed,
+                          lsi_sentences=args.lsi_sentences or None, progress=say, **source)
+        r, summary = analyse(grid, label, systems, order, human, dims=args.dims, lm_order=args.order,
+                             lam=args.amfm_lambda, lambdas=lambdas, cv=args.cv, k=args.k, seed=args.seed)
+        rows += r
+        summaries.append(summary)
+    paths = write_outputs(args.output, rows, summaries)
+    for s in summaries:
+        print(json.dumps({k: s[k] for k in ("training", "dims", "order", "am", "fm", "amfm_fixed_lambda",
+                                            "amfm_cv_lambda", "amfm_cv_dims_order_lambda", "best_in_sample")},
+                         default=str))
+    print("wrote " + ", ".join(paths))
+    return 0
+
+
+def add_commands(sub) -> None:
+    sweep = sub.add_parser("sweep", help="hyper-parameter sweeps of trainable metrics")
+    ssub = sweep.add_subparsers(dest="what", required=True)
+    p = ssub.add_parser("amfm", help="AM-FM: system-level Pearson against L, n and lambda (paper Fig. 1-2, Table 2)")
+    p.add_argument("input", nargs="?", help="JSONL/CSV samples with system and ratings")
+    p.add_argument("--dataset", help="a public data set by name (e.g. dstc6), instead of INPUT")
+    p.add_argument("--data", help="that data set's folder")
+    p.add_argument("--quality", default="overall", help="human quality to correlate with (default overall)")
+    _corpus_arguments(p)
+    p.add_argument("--label", help="name of the --corpus training substitute in outputs")
+    p.add_argument("--crossfit", type=int, default=0,
+                   help="also cross-fit: K folds of turns, each scored by a model trained on the "
+                        "other folds' references (no human score used)")
+    p.add_argument("--dims-grid", help="comma-separated L values (default: log grid 5..2500)")
+    p.add_argument("--orders", default="1,2,3,4", help="n-gram orders (default 1,2,3,4)")
+    p.add_argument("--lambdas", default=",".join(f"{0.1 * i:.1f}" for i in range(11)))
+    p.add_argument("--dims", type=int, default=10, help="L for the order and lambda curves (default 10)")
+    p.add_argument("--order", type=int, default=2, help="n for the lambda curve (default 2)")
+    p.add_argument("--amfm-lambda", dest="amfm_lambda", type=float, default=0.8,
+                   help="the fixed lambda reported beside the cross-validated one (default 0.8)")
+    p.add_argument("--cv", default="loso", choices=["loso", "kfold"],
+                   help="cross-validation over systems for choosing lambda (and L, n)")
+    p.add_argument("--k", type=int, default=5, help="folds for --cv kfold")
+    p.add_argument("--merge", nargs="+", metavar="DIR",
+                   help="instead of computing, draw earlier sweep folders' curves together")
+    p.add_argument("--quiet", action="store_true")
+    p.add_argument("-o", "--output", required=True, help="folder for amfm_sweep.csv, amfm_summary.json, PNGs")
+    p.set_defaults(func=cmd_sweep)
