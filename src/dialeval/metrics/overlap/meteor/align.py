@@ -18,11 +18,9 @@ Behaviour reproduced from the jar because the numbers depend on it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 BEAM = 40
-N_MODULES = 4
-# int(m + length * w) in the jar: exact adds the length, the others add floor(length / 2)
-_SEARCH_GAIN = (lambda n: n, lambda n: n // 2, lambda n: n // 2, lambda n: n // 2)
 
 
 @dataclass
@@ -33,73 +31,89 @@ class Sentence:
     function: list[bool]
     stems: list[str]
     synsets: list[frozenset[int]]
-    para_ids: list[int]
-    para_paths: list[list[tuple[int, tuple[int, ...]]]]
-    word_pos: dict[str, list[int]] = field(default_factory=dict)
-    stem_pos: dict[str, list[int]] = field(default_factory=dict)
-    syn_pos: dict[int, list[int]] = field(default_factory=dict)
-    ngram_pos: dict[tuple[int, ...], list[int]] = field(default_factory=dict)
+    paraphrases: dict[int, list[tuple[int, int, int, int]]]  # see ParaphraseTable.analyse
+    ngrams: dict[int, list[int]]
+    _pos: tuple[dict, dict, dict] | None = field(default=None, repr=False)
 
-    def index(self, max_len: int) -> None:
-        for i, w in enumerate(self.words):
-            self.word_pos.setdefault(w, []).append(i)
-        for i, s in enumerate(self.stems):
-            self.stem_pos.setdefault(s, []).append(i)
-        for i, sets in enumerate(self.synsets):
-            for s in sets:
-                self.syn_pos.setdefault(s, []).append(i)
-        ids = self.para_ids
-        n = len(ids)
-        for i in range(n):
-            for k in range(1, min(max_len, n - i) + 1):
-                if ids[i + k - 1] < 0:
-                    break
-                self.ngram_pos.setdefault(tuple(ids[i:i + k]), []).append(i)
+    def positions(self) -> tuple[dict, dict, dict]:
+        """word -> positions, stem -> positions, synset -> positions (built on first use,
+        which is only for sentences used as hypotheses)."""
+        if self._pos is None:
+            words: dict[str, list[int]] = {}
+            stems: dict[str, list[int]] = {}
+            syns: dict[int, list[int]] = {}
+            for i, w in enumerate(self.words):
+                words.setdefault(w, []).append(i)
+            for i, st in enumerate(self.stems):
+                stems.setdefault(st, []).append(i)
+            for i, sets in enumerate(self.synsets):
+                for x in sets:
+                    syns.setdefault(x, []).append(i)
+            self._pos = (words, stems, syns)
+        return self._pos
 
 
 def candidates(h: Sentence, r: Sentence) -> list[list[tuple]]:
     """Per reference position, the candidate matches in the jar's order.
 
-    A match is (start, length, match_start, match_length, module, hyp_mask, ref_mask):
-    reference span, hypothesis span, stage, and the spans as bit masks.
+    A match is (start, length, match_start, match_length, module, hyp_mask, ref_mask, gain):
+    reference span, hypothesis span, stage, the spans as bit masks, and what it adds to the
+    search's match count (the jar sums `length * weight` into an int per side, weights 1 for
+    exact and .5 otherwise, so a one-word non-exact match adds nothing).
     """
     w1, w2 = h.words, r.words
     n2 = len(w2)
     out: list[list[tuple]] = [[] for _ in range(n2)]
 
     def add(j: int, length: int, i: int, mlength: int, module: int) -> None:
+        gain = length + mlength if module == 0 else length // 2 + mlength // 2
         out[j].append((j, length, i, mlength, module,
-                       ((1 << mlength) - 1) << i, ((1 << length) - 1) << j))
+                       ((1 << mlength) - 1) << i, ((1 << length) - 1) << j, gain))
 
+    word_pos, stem_pos, syn_pos = h.positions()
     for j in range(n2):
-        for i in h.word_pos.get(w2[j], ()):
+        for i in word_pos.get(w2[j], ()):
             add(j, 1, i, 1, 0)
     if w1 == w2:
         return out
     for j in range(n2):
         wj = w2[j]
-        for i in h.stem_pos.get(r.stems[j], ()):
+        for i in stem_pos.get(r.stems[j], ()):
             if w1[i] != wj:
                 add(j, 1, i, 1, 1)
+    hyp_synsets = syn_pos.keys()
     for j in range(n2):
         sets = r.synsets[j]
-        if not sets:
+        if not sets or hyp_synsets.isdisjoint(sets):
             continue
         wj = w2[j]
         found: set[int] = set()
-        for s in sets:
-            found.update(h.syn_pos.get(s, ()))
+        for s in hyp_synsets & sets:
+            found.update(syn_pos[s])
         for i in sorted(found):
             if w1[i] != wj:
                 add(j, 1, i, 1, 2)
-    for j in range(n2):
-        for length, para in r.para_paths[j]:
-            for i in h.ngram_pos.get(para, ()):
-                add(j, length, i, len(para), 3)
-    for i in range(len(w1)):
-        for mlength, para in h.para_paths[i]:
-            for j in r.ngram_pos.get(para, ()):
-                add(j, len(para), i, mlength, 3)
+    # paraphrases of reference phrases found in the hypothesis: per position, the jar's
+    # transducer order (phrase length, table entry), then hypothesis position
+    hits = []
+    for key in r.paraphrases.keys() & h.ngrams.keys():
+        found = h.ngrams[key]
+        for j, length, entry, plength in r.paraphrases[key]:
+            for i in found:
+                hits.append((j, length, entry, i, plength))
+    hits.sort()
+    for j, length, _, i, plength in hits:
+        add(j, length, i, plength, 3)
+    # paraphrases of hypothesis phrases found in the reference: hypothesis position first
+    hits = []
+    for key in h.paraphrases.keys() & r.ngrams.keys():
+        found = r.ngrams[key]
+        for i, length, entry, plength in h.paraphrases[key]:
+            for j in found:
+                hits.append((j, i, length, entry, plength))
+    hits.sort()
+    for j, i, length, _, plength in hits:
+        add(j, plength, i, length, 3)
     return out
 
 
@@ -134,59 +148,86 @@ def align(h: Sentence, r: Sentence) -> list[tuple]:
     return best
 
 
+_MSUM = 1 << 40
+_CHUNK = 1 << 20
+
+
 def _search(cands, fixed, used1, used2, n2):
-    # a path: [m1, m2, chunks, idx, last_end, distance, used1, used2, chosen]
-    # chosen is a linked list (match, rest) of the matches picked during the search
-    next_paths = [[0, 0, 0, 0, -1, 0, used1, used2, None]]
-    key = lambda p: (-(p[0] + p[1]), p[2], p[5])  # noqa: E731
-    for current in range(n2 + 1):
-        paths = next_paths
-        paths.sort(key=key)
-        next_paths = []
+    """Beam search over the open candidates, left to right over the reference.
+
+    A path is [rank, idx, last_end, used1, used2, chosen]: `rank` packs the jar's comparator
+    (more weighted matches, then fewer chunks, then smaller distance) into one integer,
+    `idx` is the end of the path's last match (the jar's cursor is max(idx, current): it
+    moves one position per skip, so it is only ahead of `current` inside a match),
+    `used1/used2` are bit masks of used words, `chosen` a linked list (match, rest).
+    Positions without open candidates update the paths in place: each path then yields
+    exactly itself, so the jar's new list has the same order.
+    """
+    rank0 = itemgetter(0)
+    paths = [[0, 0, -1, used1, used2, None]]
+    for current in range(n2):
+        if len(paths) > 1:
+            paths.sort(key=rank0)
+            if len(paths) > BEAM:
+                del paths[BEAM:]
         bit = 1 << current
-        for path in paths[:BEAM]:
-            if current == n2:
-                if path[4] != -1:
-                    path[2] += 1
-                next_paths.append(path)
+        options = cands[current]
+        if not options:
+            for path in paths:
+                if path[4] & bit:
+                    if current >= path[1]:          # a fixed match starts here
+                        m = fixed[current]
+                        rank = path[0] - _MSUM * m[7] + abs(m[0] - m[2])
+                        if path[2] != -1 and m[2] != path[2]:
+                            rank += _CHUNK
+                        path[0] = rank
+                        path[1] = m[0] + m[1]
+                        path[2] = m[2] + m[3]
+                elif path[2] != -1:                  # skip: close the open chunk
+                    path[0] += _CHUNK
+                    path[2] = -1
+            continue
+        opts = [(m[5], m[6], _MSUM * m[7], m[2], m[0] + m[1], m[2] + m[3], abs(m[0] - m[2]), m)
+                for m in options]
+        nxt = []
+        append = nxt.append
+        for path in paths:
+            if path[4] & bit:
+                if current >= path[1]:
+                    m = fixed[current]
+                    rank = path[0] - _MSUM * m[7] + abs(m[0] - m[2])
+                    if path[2] != -1 and m[2] != path[2]:
+                        rank += _CHUNK
+                    path[0] = rank
+                    path[1] = m[0] + m[1]
+                    path[2] = m[2] + m[3]
+                append(path)
                 continue
-            if path[7] & bit:
-                if current < path[3]:
-                    next_paths.append(path)
-                else:
-                    m = fixed[path[3]]
-                    if m is not None:
-                        gain = _SEARCH_GAIN[m[4]]
-                        path[0] += gain(m[3])
-                        path[1] += gain(m[1])
-                        if path[4] != -1 and m[2] != path[4]:
-                            path[2] += 1
-                        path[3] = m[0] + m[1]
-                        path[4] = m[2] + m[3]
-                        path[5] += abs(m[0] - m[2])
-                        next_paths.append(path)
-                continue
-            for m in cands[current]:
-                if path[6] & m[5] or path[7] & m[6]:
+            rank, last, u1, u2 = path[0], path[2], path[3], path[4]
+            for mask1, mask2, gain, start1, end2, end1, dist, m in opts:
+                if u1 & mask1 or u2 & mask2:
                     continue
-                gain = _SEARCH_GAIN[m[4]]
-                new = [path[0] + gain(m[3]), path[1] + gain(m[1]), path[2], m[0] + m[1],
-                       m[2] + m[3], path[5], path[6] | m[5], path[7] | m[6], (m, path[8])]
-                if path[4] != -1 and m[2] != path[4]:
-                    new[2] += 1
-                path[5] += abs(m[0] - m[2])      # the jar adds it to the parent
-                next_paths.append(new)
-            if path[4] != -1:
-                path[2] += 1
-                path[4] = -1
-            path[3] += 1
-            next_paths.append(path)
-        if not next_paths:
-            next_paths.append(paths[0])
-    next_paths.sort(key=key)
-    best = next_paths[0]
+                if last != -1 and start1 != last:
+                    append([rank - gain + _CHUNK, end2, end1, u1 | mask1, u2 | mask2, (m, path[5])])
+                else:
+                    append([rank - gain, end2, end1, u1 | mask1, u2 | mask2, (m, path[5])])
+                rank += dist                     # the jar adds the distance to the parent
+            if last != -1:
+                rank += _CHUNK
+                path[2] = -1
+            path[0] = rank
+            append(path)
+        paths = nxt
+    if len(paths) > 1:
+        paths.sort(key=rank0)
+        del paths[BEAM:]
+        for path in paths:
+            if path[2] != -1:
+                path[0] += _CHUNK
+        paths.sort(key=rank0)
+    best = paths[0]
     chosen = [m for m in fixed if m is not None]
-    link = best[8]
+    link = best[5]
     while link is not None:
         chosen.append(link[0])
         link = link[1]

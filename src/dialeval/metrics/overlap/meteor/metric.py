@@ -15,6 +15,7 @@ import numpy as np
 from ...base import Batch, Metric
 from .align import Sentence, pair_stats
 from .normalize import Normalizer, wrapper_fields
+from .stemmer import stem
 
 ALPHA, BETA, GAMMA, DELTA = 0.85, 0.2, 0.6, 0.75
 WEIGHTS = (1.0, 0.6, 0.8, 0.6)
@@ -28,35 +29,78 @@ def _is_perfect(s) -> bool:
     return hyp == s[0] and ref == s[1] and s[20] == 1
 
 
-def score_stats(s, chunks: float | None = None) -> float:
-    """The jar's `computeMetrics` on one stats vector (IEEE division, NaN -> 0, floor 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = [np.float64(v) for v in s]
-        lh = DELTA * (s[0] - s[2]) + (1.0 - DELTA) * s[2]
-        lr = DELTA * (s[1] - s[3]) + (1.0 - DELTA) * s[3]
-        mh = np.float64(0.0)
-        mr = np.float64(0.0)
-        for m in range(4):
-            mh += s[4 + 4 * m] * WEIGHTS[m] * DELTA
-        for m in range(4):
-            mr += s[5 + 4 * m] * WEIGHTS[m] * DELTA
-        for m in range(4):
-            mh += s[6 + 4 * m] * WEIGHTS[m] * (1.0 - DELTA)
-        for m in range(4):
-            mr += s[7 + 4 * m] * WEIGHTS[m] * (1.0 - DELTA)
-        p = mh / lh
-        r = mr / lr
-        fmean = 1.0 / ((1.0 - ALPHA) / p + ALPHA / r)
-        c = s[20] if chunks is None else np.float64(chunks)
-        if _is_perfect(s) and chunks is None:
-            frag = np.float64(0.0)
-        else:
-            frag = c / ((s[21] + s[22]) / 2)
-        score = fmean * (1.0 - GAMMA * frag ** BETA)
-    score = float(score)
+def _div(a: float, b: float) -> float:
+    """Java double division: x/0 is +-inf, 0/0 is NaN."""
+    if b != 0:
+        return a / b
+    if a == 0 or math.isnan(a):
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def score_stats(s) -> float:
+    """The jar's `computeMetrics` on one stats vector (NaN -> 0, floored at 0)."""
+    s = [float(v) for v in s]
+    lh = DELTA * (s[0] - s[2]) + (1.0 - DELTA) * s[2]
+    lr = DELTA * (s[1] - s[3]) + (1.0 - DELTA) * s[3]
+    mh = mr = 0.0
+    for m in range(4):
+        mh += s[4 + 4 * m] * WEIGHTS[m] * DELTA
+    for m in range(4):
+        mr += s[5 + 4 * m] * WEIGHTS[m] * DELTA
+    for m in range(4):
+        mh += s[6 + 4 * m] * WEIGHTS[m] * (1.0 - DELTA)
+    for m in range(4):
+        mr += s[7 + 4 * m] * WEIGHTS[m] * (1.0 - DELTA)
+    p = _div(mh, lh)
+    r = _div(mr, lr)
+    fmean = _div(1.0, _div(1.0 - ALPHA, p) + _div(ALPHA, r))
+    frag = 0.0 if _is_perfect(s) else _div(s[20], (s[21] + s[22]) / 2)
+    score = fmean * (1.0 - GAMMA * frag ** BETA)
     if math.isnan(score):
         return 0.0
     return max(score, 0.0)
+
+
+_FORK_STATE: tuple[list[Sentence], list[tuple[int, int]]] | None = None
+_MIN_PAIRS_PER_WORKER = 2500
+
+
+def _pair_results(sentences: list[Sentence], todo: list[tuple[int, int]]) -> list[tuple[float, list[float]]]:
+    out = []
+    for h, r in todo:
+        stats = pair_stats(sentences[h], sentences[r])
+        out.append((score_stats(stats), stats))
+    return out
+
+
+def _forked_chunk(bounds: tuple[int, int]) -> list[tuple[float, list[float]]]:
+    sentences, todo = _FORK_STATE
+    return _pair_results(sentences, todo[bounds[0]:bounds[1]])
+
+
+def _score_pairs(sentences, todo, workers: int | None) -> list[tuple[float, list[float]]]:
+    """Align every (hypothesis, reference) pair; with `workers` > 1 (default: 2 where the
+    machine has them and the set is large), in forked processes that share the analysed
+    sentences instead of pickling them."""
+    import multiprocessing
+    import os
+
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1)
+    workers = max(1, min(int(workers), len(todo) // _MIN_PAIRS_PER_WORKER))
+    if workers == 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return _pair_results(sentences, todo)
+    global _FORK_STATE
+    _FORK_STATE = (sentences, todo)
+    try:
+        step = -(-len(todo) // (workers * 4))
+        bounds = [(a, min(a + step, len(todo))) for a in range(0, len(todo), step)]
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_forked_chunk, bounds, chunksize=1)
+    finally:
+        _FORK_STATE = None
+    return [x for part in parts for x in part]
 
 
 class Meteor(Metric):
@@ -68,14 +112,15 @@ class Meteor(Metric):
     corpus_from_summed_stats = True
 
     def __init__(self, refs_mode: str = "multi", tokenizer: str | None = None,
-                 meteor_resources: str | None = None):
+                 meteor_resources: str | None = None, meteor_workers: int | None = None):
         # METEOR always tokenises with its own normaliser; the signature says so
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         self.meteor_resources = meteor_resources
-        self._sentences: dict[str, Sentence] = {}
+        self.meteor_workers = meteor_workers
 
     def signature_options(self) -> list[tuple[str, Any]]:
-        return [("lang", "en"), ("norm", "yes"), ("task", "rank"), ("version", "1.5")][:3] + [("meteor", "1.5")]
+        return [("lang", "en"), ("norm", "yes"), ("task", "rank"), ("modules", "exact+stem+synonym+paraphrase"),
+                ("meteor", "1.5")]
 
     # -- statistics ---------------------------------------------------------------------------
     def multi_stats(self, batch: Batch) -> np.ndarray:
@@ -83,59 +128,53 @@ class Meteor(Metric):
 
         res = load_resources(self.meteor_resources)
         fields = [wrapper_fields(h, refs) if refs else None for h, refs in zip(batch.hyps, batch.refs)]
-        self._prepare(res, {t for f in fields if f for t in [f[0], *f[1]]})
+        texts = {t for f in fields if f for t in [f[0], *f[1]]}
+        number, sentences = self._analyse(res, texts, {(f[0], r) for f in fields if f for r in f[1]})
+        todo = list(dict.fromkeys((number[f[0]], number[r]) for f in fields if f for r in f[1]))
+        done = dict(zip(todo, _score_pairs(sentences, todo, self.meteor_workers)))
         out = np.full((len(batch), N_FIELDS + 1), np.nan)
-        pair_memo: dict[tuple[str, str], tuple[float, list[float]]] = {}
         for row, f in enumerate(fields):
             if f is None:
                 continue
-            hyp, refs = f
-            h = self._sentences[hyp]
+            h = number[f[0]]
             best = None
-            for ref in refs:
-                got = pair_memo.get((hyp, ref))
-                if got is None:
-                    stats = pair_stats(h, self._sentences[ref])
-                    got = (score_stats(stats), stats)
-                    pair_memo[(hyp, ref)] = got
-                if best is None or got[0] > best[0]:
+            for ref in f[1]:
+                got = done[(h, number[ref])]
+                if best is None or got[0] > best[0]:   # the first best reference wins ties
                     best = got
             stats = best[1]
             out[row, :N_FIELDS] = stats
             out[row, CORPUS_CHUNKS] = 0.0 if _is_perfect(stats) else stats[20]
         return out
 
-    def _prepare(self, res, texts: set[str]) -> None:
-        """Normalise and analyse every new segment text once (per metric instance)."""
-        new = [t for t in texts if t not in self._sentences]
-        if not new:
-            return
-        from nltk.stem.snowball import SnowballStemmer
+    def _analyse(self, res, texts: set[str], pairs: set[tuple[str, str]]) -> tuple[dict[str, int], list[Sentence]]:
+        """Normalise and analyse every segment text of one batch once.
 
-        stem = SnowballStemmer("english").stem
+        Paraphrase candidates are filtered against the batch's own n-grams, so the result is
+        only valid for pairs within this batch.
+        """
         norm = Normalizer(res.nonbreaking)
-        words = {t: norm.words(t) for t in new}
+        words = {t: norm.words(t) for t in texts}
         uniq = list(dict.fromkeys(words.values()))
         para = res.paraphrases
-        ids = [para.ids(w) for w in uniq]
-        paths = para.paths(ids)
+        number = {w: k for k, w in enumerate(uniq)}
+        pair_idx = np.array([(number[words[a]], number[words[b]]) for a, b in pairs], dtype=np.int64)
+        analysed = para.analyse([para.ids(w) for w in uniq], pair_idx)
         stems: dict[str, str] = {}
         fw = res.function_words
         syn = res.synonyms.all_synsets
-        by_words: dict[tuple[str, ...], Sentence] = {}
-        for w, i, p in zip(uniq, ids, paths):
+        sentences: list[Sentence] = []
+        for w, (paraphrases, ngrams) in zip(uniq, analysed):
             st = []
             for tok in w:
                 s = stems.get(tok)
                 if s is None:
                     s = stems[tok] = stem(tok)
                 st.append(s)
-            sent = Sentence(words=w, function=[t in fw for t in w], stems=st,
-                            synsets=[syn(t) for t in w], para_ids=i, para_paths=p)
-            sent.index(para.max_len)
-            by_words[w] = sent
-        for t in new:
-            self._sentences[t] = by_words[words[t]]
+            sentences.append(Sentence(words=w, function=[t in fw for t in w], stems=st,
+                                      synsets=[syn(t) for t in w], paraphrases=paraphrases,
+                                      ngrams=ngrams))
+        return {t: number[words[t]] for t in texts}, sentences
 
     # -- scores -------------------------------------------------------------------------------
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
@@ -146,4 +185,6 @@ class Meteor(Metric):
         return out
 
     def corpus_from_stats(self, total: np.ndarray) -> float:
-        return score_stats(total[:N_FIELDS], chunks=total[CORPUS_CHUNKS])
+        stats = total[:N_FIELDS].copy()
+        stats[20] = total[CORPUS_CHUNKS]
+        return score_stats(stats)

@@ -35,7 +35,7 @@ LEXICON = {  # name inside the jar -> role
     "synonym/english.synsets": "WordNet synsets",
 }
 PARAPHRASE = ("data/paraphrase-en.gz", "paraphrase-en.gz")
-CACHE_VERSION = 1
+CACHE_VERSION = 3
 HASH_MUL = np.uint64(0x100000001B3)
 
 
@@ -156,7 +156,8 @@ def cache_dir_for(sources: Sources) -> Path:
     return root / key
 
 
-_ARRAYS = ("para_a_off", "para_a_ids", "para_b_off", "para_b_ids", "para_keys", "para_order",
+_ARRAYS = ("para_a_off", "para_a_ids", "para_b_off", "para_b_ids", "para_b_keys", "para_order",
+           "para_ukeys", "para_ustart",
            "syn_off", "syn_ids")
 _TEXTS = ("para_vocab.txt", "syn_words.txt", "function.words", "nonbreaking.prefixes",
           "exceptions.txt")
@@ -213,7 +214,12 @@ def _parse_paraphrases(path: Path) -> tuple[list[str], dict[str, np.ndarray]]:
         arrays[f"para_{name}_ids"] = np.concatenate(sides[s])
     keys = phrase_keys(arrays["para_a_ids"], arrays["para_a_off"])
     order = np.argsort(keys, kind="stable").astype(np.int32)   # file order within a key
-    arrays["para_keys"] = keys[order]
+    arrays["para_b_keys"] = phrase_keys(arrays["para_b_ids"], arrays["para_b_off"])
+    # one row per distinct phrase: its hash and where its run of entries starts in `order`
+    sorted_keys = keys[order]
+    first = np.flatnonzero(np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]]))
+    arrays["para_ukeys"] = sorted_keys[first]
+    arrays["para_ustart"] = np.concatenate([first, [len(sorted_keys)]]).astype(np.int64)
     arrays["para_order"] = order
     return list(vocab), arrays
 
@@ -252,7 +258,8 @@ def build_cache(sources: Sources, target: Path) -> None:
         for name, value in texts.items():
             (tmp / name).write_text(value, encoding="utf-8")
         manifest = {"version": CACHE_VERSION, "lexicon": str(sources.lexicon),
-                    "para_max_len": int(np.diff(arrays["para_a_off"]).max(initial=0)),
+                    "para_max_len": int(max(np.diff(arrays["para_a_off"]).max(initial=0),
+                                            np.diff(arrays["para_b_off"]).max(initial=0))),
                     "paraphrase": str(sources.paraphrase),
                     "files": {p.name: p.stat().st_size for p in sorted(tmp.iterdir())}}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -261,9 +268,24 @@ def build_cache(sources: Sources, target: Path) -> None:
         except OSError:
             if not _cache_ok(target):      # another process won the race with a bad folder
                 raise
+        _prune_stale(target.parent)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _prune_stale(root: Path) -> None:
+    """Remove caches written by other versions of this code (they are never read again)."""
+    for folder in root.iterdir():
+        manifest = folder / "manifest.json"
+        if not manifest.is_file():
+            continue
+        try:
+            version = json.loads(manifest.read_text()).get("version")
+        except (OSError, ValueError):
+            continue
+        if version != CACHE_VERSION:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _cache_ok(folder: Path) -> bool:
@@ -286,14 +308,46 @@ def _cache_ok(folder: Path) -> bool:
 
 # -- loaded tables ----------------------------------------------------------------------------
 
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique by sorting (numpy 2's hash-based unique is slow on large 64-bit arrays)."""
+    values = np.sort(values)
+    if len(values) == 0:
+        return values
+    return values[np.concatenate([[True], values[1:] != values[:-1]])]
+
+
+def _member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """values isin pool, by binary search in the sorted distinct pool (faster than np.isin
+    for large 64-bit arrays)."""
+    if len(pool) == 0 or len(values) == 0:
+        return np.zeros(len(values), dtype=bool)
+    pool = _sorted_unique(pool)
+    idx = np.searchsorted(pool, values)
+    idx[idx == len(pool)] = 0
+    return pool[idx] == values
+
+
+def _code(sent: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """One 64-bit code per (sentence, phrase hash): only compared for equality, and a
+    collision can only keep an extra candidate, which the aligner then ignores."""
+    return keys * np.uint64(0x9E3779B97F4A7C15) + sent.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
+
+
 class ParaphraseTable:
-    """Phrase -> paraphrases, looked up by n-gram hash over memory-mapped arrays."""
+    """Phrase -> paraphrases, looked up by n-gram hash over memory-mapped arrays.
+
+    Entries are (phrase, paraphrase) pairs in table order; `order` sorts them by the phrase's
+    hash so that all entries of one phrase are a contiguous run, in table order, and
+    `ukeys`/`ustart` give each distinct hash and where its run starts.
+    """
 
     def __init__(self, folder: Path):
         load = lambda n: np.load(folder / f"{n}.npy", mmap_mode="r")  # noqa: E731
         self.a_off, self.a_ids = load("para_a_off"), load("para_a_ids")
-        self.b_off, self.b_ids = load("para_b_off"), load("para_b_ids")
-        self.keys, self.order = load("para_keys"), load("para_order")
+        self.b_off, self.b_keys = load("para_b_off"), load("para_b_keys")
+        self.order = load("para_order")
+        self.ukeys = np.load(folder / "para_ukeys.npy")     # small enough to search in memory
+        self.ustart = load("para_ustart")
         words = (folder / "para_vocab.txt").read_text(encoding="utf-8").split("\n")
         self.vocab = dict(zip(words, range(len(words))))
         self.max_len = int(json.loads((folder / "manifest.json").read_text())["para_max_len"])
@@ -302,22 +356,29 @@ class ParaphraseTable:
         get = self.vocab.get
         return [get(w, -1) for w in words]
 
-    def paths(self, sentences: list[list[int]]) -> list[list[list[tuple[int, tuple[int, ...]]]]]:
-        """For every sentence and start position, the (phrase length, paraphrase ids) entries
-        whose phrase starts there, ordered by phrase length, then table order (the jar's
-        transducer order)."""
-        out: list[list[list[tuple[int, tuple[int, ...]]]]] = [[[] for _ in s] for s in sentences]
+    def analyse(self, sentences: list[list[int]], pairs: np.ndarray) -> list[tuple[dict, dict]]:
+        """Per sentence: (paraphrases, n-grams) as two dicts keyed by phrase hash.
+
+        paraphrases: paraphrase hash -> [(position, phrase length, entry, paraphrase length)]
+        for every table entry whose phrase occurs at that position; n-grams: hash -> positions.
+        `pairs` ((k, 2) sentence indices) are the sentences that will be aligned together;
+        both dicts keep only what can meet across such a pair (a paraphrase that is an n-gram
+        of a partner, an n-gram that is a partner's paraphrase), so the aligner loops over
+        real candidates only. Lists are in the jar's order (position, length, entry).
+        """
+        out: list[tuple[dict, dict]] = [({}, {}) for _ in sentences]
         if not sentences or self.max_len == 0:
             return out
         lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
         flat = np.fromiter((i for s in sentences for i in s), dtype=np.int64, count=int(lengths.sum()))
+        if len(flat) == 0:
+            return out
         sent_of = np.repeat(np.arange(len(sentences)), lengths)
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        pos = np.arange(len(flat)) - starts[sent_of]
         end = starts[sent_of] + lengths[sent_of]
         key = np.zeros(len(flat), dtype=np.uint64)
         alive = np.ones(len(flat), dtype=bool)
-        found_span, found_len, found_lo, found_hi = [], [], [], []
+        span_tok, span_len, span_key = [], [], []
         for k in range(self.max_len):
             idx = np.arange(len(flat)) + k
             alive &= idx < end
@@ -327,33 +388,77 @@ class ParaphraseTable:
             if len(ok) == 0:
                 break
             key[ok] = key[ok] * HASH_MUL + (flat[idx[ok]].astype(np.uint64) + np.uint64(1))
-            lo = np.searchsorted(self.keys, key[ok], side="left")
-            hi = np.searchsorted(self.keys, key[ok], side="right")
-            hit = hi > lo
-            found_span.append(ok[hit])
-            found_len.append(np.full(int(hit.sum()), k + 1))
-            found_lo.append(lo[hit])
-            found_hi.append(hi[hit])
-        if not found_span:
+            span_tok.append(ok)
+            span_len.append(np.full(len(ok), k + 1, dtype=np.int64))
+            span_key.append(key[ok].copy())
+        if not span_tok:
             return out
-        span = np.concatenate(found_span)
-        plen = np.concatenate(found_len)
-        los = np.concatenate(found_lo)
-        his = np.concatenate(found_hi)
-        # order by (token position, phrase length) so each list is built in transducer order
-        sort = np.lexsort((plen, span))
-        flat_list = flat.tolist()
-        for t in sort.tolist():
-            p, L = int(span[t]), int(plen[t])
-            phrase = flat_list[p:p + L]
-            entries = np.sort(np.asarray(self.order[los[t]:his[t]]))
-            bucket = out[int(sent_of[p])][int(pos[p])]
-            for e in entries.tolist():
-                a0, a1 = int(self.a_off[e]), int(self.a_off[e + 1])
-                if a1 - a0 != L or self.a_ids[a0:a1].tolist() != phrase:
-                    continue   # hash collision
-                b0, b1 = int(self.b_off[e]), int(self.b_off[e + 1])
-                bucket.append((L, tuple(self.b_ids[b0:b1].tolist())))
+        s_tok = np.concatenate(span_tok)
+        s_len = np.concatenate(span_len)
+        s_key = np.concatenate(span_key)
+        u = np.searchsorted(self.ukeys, s_key)
+        u[u >= len(self.ukeys)] = 0
+        known = np.flatnonzero(self.ukeys[u] == s_key) if len(self.ukeys) else np.zeros(0, dtype=np.int64)
+        lo = np.zeros(len(s_key), dtype=np.int64)
+        hi = np.zeros(len(s_key), dtype=np.int64)
+        lo[known] = self.ustart[u[known]]
+        hi[known] = self.ustart[u[known] + 1]
+        count = hi - lo
+        total = int(count.sum())
+        if total == 0:
+            return out
+        span = np.repeat(np.arange(len(s_key)), count)
+        first = np.repeat(np.cumsum(count) - count, count)
+        entry = np.asarray(self.order[lo[span] + (np.arange(total) - first)], dtype=np.int64)
+        # verify the phrase itself (hash collisions)
+        a0 = np.asarray(self.a_off[entry])
+        alen = np.asarray(self.a_off[entry + 1]) - a0
+        good = alen == s_len[span]
+        for k in range(self.max_len):
+            rows = np.flatnonzero(good & (alen > k))
+            if len(rows) == 0:
+                break
+            good[rows] &= np.asarray(self.a_ids[a0[rows] + k]) == flat[s_tok[span[rows]] + k]
+        entry, span = entry[good], span[good]
+        bkey = np.asarray(self.b_keys[entry])
+        keep = _member(bkey, s_key)
+        entry, span, bkey = entry[keep], span[keep], bkey[keep]
+        ng = np.flatnonzero(_member(s_key, bkey))          # n-grams that are some paraphrase
+        # partner filter: (sentence, key) codes, matched across the aligned pairs
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        n_sent = len(sentences)
+        both = _sorted_unique(np.concatenate([pairs[:, 0] * n_sent + pairs[:, 1], pairs[:, 1] * n_sent + pairs[:, 0]]))
+        both = np.stack([both // n_sent, both % n_sent], axis=1)
+        part_off = np.zeros(n_sent + 1, dtype=np.int64)
+        np.cumsum(np.bincount(both[:, 0], minlength=n_sent), out=part_off[1:])
+        part_of = both[:, 1]                                  # partners of s: part_of[off[s]:off[s+1]]
+
+        def spread(sent: np.ndarray, keys: np.ndarray) -> np.ndarray:
+            """codes (partner, key) for every row (sentence, key) and every partner of it"""
+            count = part_off[sent + 1] - part_off[sent]
+            rows = np.repeat(np.arange(len(sent)), count)
+            first = np.repeat(np.cumsum(count) - count, count)
+            partner = part_of[part_off[sent[rows]] + (np.arange(len(rows)) - first)]
+            return _code(partner, keys[rows])
+
+        ng_sent = sent_of[s_tok[ng]]
+        ent_sent = sent_of[s_tok[span]]
+        keep = _member(_code(ent_sent, bkey), spread(ng_sent, s_key[ng]))
+        ng = ng[_member(_code(ng_sent, s_key[ng]), spread(ent_sent[keep], bkey[keep]))]
+        entry, span, bkey = entry[keep], span[keep], bkey[keep]
+        blen = np.asarray(self.b_off[entry + 1]) - np.asarray(self.b_off[entry])
+        rank = np.lexsort((entry, s_len[span], s_tok[span]))
+        tok = s_tok[span]
+        sent_list = sent_of.tolist()
+        start_list = starts.tolist()
+        for t, L, e, bk, bl in zip(tok[rank].tolist(), s_len[span][rank].tolist(), entry[rank].tolist(),
+                                   bkey[rank].tolist(), blen[rank].tolist()):
+            sent = sent_list[t]
+            out[sent][0].setdefault(bk, []).append((t - start_list[sent], L, e, bl))
+        wanted = ng[np.argsort(s_tok[ng], kind="stable")]
+        for t, k in zip(s_tok[wanted].tolist(), s_key[wanted].tolist()):
+            sent = sent_list[t]
+            out[sent][1].setdefault(k, []).append(t - start_list[sent])
         return out
 
 
