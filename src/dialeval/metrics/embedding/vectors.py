@@ -27,12 +27,18 @@ import numpy as np
 
 from ...errors import DialevalError, InputError
 
-CACHE_ENV = "DIALEVAL_CACHE"
+def cache_base() -> str:
+    """dialeval's cache folder, found as METEOR's is: $DIALEVAL_CACHE_DIR, $XDG_CACHE_HOME/dialeval
+    or ~/.cache/dialeval ($DIALEVAL_CACHE is also honoured)."""
+    for name in ("DIALEVAL_CACHE_DIR", "DIALEVAL_CACHE"):
+        if os.environ.get(name):
+            return os.path.expanduser(os.environ[name])
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, "dialeval")
 
 
 def cache_root() -> str:
-    base = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "dialeval")
-    return os.path.join(base, "vectors")
+    return os.path.join(cache_base(), "vectors")
 
 
 @dataclass
@@ -117,42 +123,41 @@ def read_vector_file(path: str | os.PathLike, fmt: str | None = None) -> tuple[l
 
 def _read_text(path: str, skip_header: bool) -> tuple[list[str], np.ndarray]:
     with open(path, "rb") as handle:
-        data = handle.read()
+        header = handle.readline() if skip_header else b""
+        first = handle.readline().rstrip(b"\r\n")
     expected = None
-    start = 0
     if skip_header:
-        end = data.find(b"\n")
-        end = len(data) if end < 0 else end
-        count, expected = _header(data[:end])  # type: ignore[misc]
-        start = end + 1
-    body = data[start:]
-    del data
-    first_end = body.find(b"\n")
-    first = body[: first_end if first_end >= 0 else len(body)].rstrip(b"\r")
+        count, expected = _header(header)  # type: ignore[misc]
     dim = expected if expected is not None else len(first.rstrip(b" ").split(b" ")) - 1
+    offset = 1 + skip_header
+
+    def body() -> bytes:
+        with open(path, "rb") as handle:
+            if skip_header:
+                handle.readline()
+            return handle.read()
     if dim <= 0:
-        _validate_lines(path, body, dim, offset=1 + skip_header)
+        _validate_lines(path, body(), dim, offset=offset)
     try:
-        words, matrix = _parse_fast(body, dim)
+        words, matrix = _parse_fast(path, dim, skiprows=int(skip_header))
     except Exception:
-        _validate_lines(path, body, dim, offset=1 + skip_header)
+        _validate_lines(path, body(), dim, offset=offset)
         raise
     if np.isnan(matrix).any():
-        _validate_lines(path, body, dim, offset=1 + skip_header)
+        _validate_lines(path, body(), dim, offset=offset)
     if skip_header and count != len(words):
         raise InputError(f"header says {count} vectors but the file holds {len(words)}", path=path, line=1)
     return words, matrix
 
 
-def _parse_fast(body: bytes, dim: int) -> tuple[list[str], np.ndarray]:
+def _parse_fast(path: str, dim: int, skiprows: int) -> tuple[list[str], np.ndarray]:
     """Words and vectors of `word v1 .. vD` lines with the C CSV parser (one call, no Python loop per value)."""
     import csv
-    import io
 
     import pandas as pd
 
-    frame = pd.read_csv(io.BytesIO(body), sep=" ", header=None, quoting=csv.QUOTE_NONE, na_filter=False,
-                        engine="c", encoding="utf-8", skip_blank_lines=True,
+    frame = pd.read_csv(path, sep=" ", header=None, quoting=csv.QUOTE_NONE, na_filter=False,
+                        engine="c", encoding="utf-8", skip_blank_lines=True, skiprows=skiprows,
                         dtype={0: object, **{i: np.float32 for i in range(1, dim + 1)}})
     if frame.shape[1] == dim + 2 and (frame.iloc[:, -1] == "").all():   # lines ending in a space
         frame = frame.iloc[:, :-1]

@@ -1,0 +1,187 @@
+"""Embedding metrics: speed, vector-file load time against gensim, and DSTC6 system-level Pearson.
+
+    python3 benchmarks/bench_embedding.py speed [--system S_1] [--word-vectors FILE] [--glove-rows 400000]
+    python3 benchmarks/bench_embedding.py correlate [--metrics ...] [--word-vectors FILE] [--vector-case keep]
+
+`speed` scores one DSTC6 system (2,000 responses x 11 references) with each metric in a fresh
+process-level state and prints samples per second; nlg-eval's own run on the same input took
+21-25 s per system for its three word-embedding metrics together (golden/README.md section 10),
+which is the baseline the ratio is printed against. It then writes a synthetic GloVe text
+file (`--glove-rows` x 300) and times our parse (cold, then the memory-mapped cache) against
+gensim's `KeyedVectors.load_word2vec_format(no_header=True)` on the same file.
+
+`correlate` scores the 20 DSTC6 systems and prints each metric's Pearson r with the system
+human means, beside the AM-FM paper's values and those of the organisers' nlg-eval table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.environ.get("DIALEVAL_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
+DSTC6 = os.path.join(SHARED, "data", "dstc6-eval")
+NLGEVAL_SECONDS_PER_SYSTEM = 24.9   # golden/README.md section 10: three metrics, S_1, one corpus call
+
+PAPER = {"emb_average": 0.7768, "emb_extrema": 0.2345, "emb_greedy": 0.4028, "sent_cosine": -0.4563}
+ORGANISERS_COLUMN = {"emb_average": "EmbeddingAverageCosineSimilairty",
+                     "emb_extrema": "VectorExtremaCosineSimilarity", "emb_greedy": "GreedyMatchingScore",
+                     "sent_cosine": "SkipThoughtsCosineSimilairty"}
+
+
+def dstc6_systems(names: list[str]):
+    from dialeval.data.datasets import load_dataset
+
+    dataset = load_dataset("dstc6", DSTC6)
+    samples = [s for s in dataset.samples if s.system in names] if names else dataset.samples
+    return samples, dataset
+
+
+def options(args) -> dict:
+    return {k: v for k, v in {"word_vectors": args.word_vectors, "vector_case": args.vector_case,
+                              "sentence_model": args.sentence_model}.items() if v is not None}
+
+
+def cmd_speed(args) -> None:
+    from dialeval.metrics.base import Batch
+    from dialeval.metrics.registry import build_metric
+
+    samples, _ = dstc6_systems([args.system])
+    batch_args = ([s.response for s in samples], [s.references for s in samples])
+    print(f"DSTC6 {args.system}: {len(samples)} responses x {len(samples[0].references)} references")
+    from dialeval.metrics.embedding import nlgeval, sentence
+
+    for name in args.metrics.split(","):
+        nlgeval._TOKEN_CACHE.clear()            # cold: tokenise / encode from scratch
+        sentence._shared_encoder.cache_clear()
+        metric = build_metric(name, **options(args))
+        if name == "sent_cosine":
+            sentence._encoder(metric.model_dir, sentence._default_threads())   # model load is not scoring
+        else:
+            _ = metric.table                       # vector load is timed separately below
+        start = time.perf_counter()
+        out = metric.compute(Batch(*batch_args))
+        seconds = time.perf_counter() - start
+        print(f"  {name:12s} {seconds:7.2f} s  {len(samples) / seconds:9.0f} samples/s  corpus {out.corpus:.6f}"
+              "  (alone, tokenising / encoding from scratch)")
+    word = [n for n in args.metrics.split(",") if n.startswith("emb_")]
+    if word:
+        # As nlg-eval's eval_emb_metrics runs them: one call, the input tokenised once for all three.
+        nlgeval._TOKEN_CACHE.clear()
+        metrics = [build_metric(n, **options(args)) for n in word]
+        batch = Batch(*batch_args)
+        start = time.perf_counter()
+        for metric in metrics:
+            metric.compute(batch)
+        together = time.perf_counter() - start
+        print(f"  {'+'.join(word)} on one batch (tokenised once): {together:.2f} s, "
+              f"{len(samples) / together:.0f} samples/s; nlg-eval {NLGEVAL_SECONDS_PER_SYSTEM} s "
+              f"-> {NLGEVAL_SECONDS_PER_SYSTEM / together:.1f}x")
+    if args.glove_rows:
+        bench_load(args.glove_rows, args.glove_dim)
+
+
+def bench_load(rows: int, dim: int) -> None:
+    from dialeval.metrics.embedding.vectors import load_vectors
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "glove.txt")
+        rng = np.random.default_rng(0)
+        with open(path, "w", encoding="utf-8") as handle:   # GloVe-like: 6 decimals, no header
+            for start in range(0, rows, 20000):
+                block = rng.normal(0, 0.4, size=(min(20000, rows - start), dim)).astype(np.float32)
+                lines = [f"w{start + i} " + " ".join(f"{x:.6f}" for x in row) for i, row in enumerate(block)]
+                handle.write("\n".join(lines) + "\n")
+        size = os.path.getsize(path) / 2**20
+        print(f"vector file: {rows} x {dim} GloVe text, {size:.0f} MiB")
+        cache = os.path.join(tmp, "cache")
+        start = time.perf_counter()
+        ours = load_vectors(path, cache_dir=cache)
+        cold = time.perf_counter() - start
+        start = time.perf_counter()
+        warm_vectors = load_vectors(path, cache_dir=cache)
+        _ = float(np.asarray(warm_vectors.matrix[-1]).sum())
+        warm = time.perf_counter() - start
+        print(f"  dialeval first load (parse + write cache): {cold:6.2f} s")
+        print(f"  dialeval cached load (memory-mapped):      {warm:6.3f} s")
+        try:
+            from gensim.models import KeyedVectors
+        except ImportError:
+            print("  gensim not installed: no baseline")
+            return
+        start = time.perf_counter()
+        kv = KeyedVectors.load_word2vec_format(path, binary=False, no_header=True)
+        theirs = time.perf_counter() - start
+        same = np.array_equal(kv.vectors, np.asarray(ours.matrix)) and kv.index_to_key == ours.words
+        print(f"  gensim load_word2vec_format(no_header=True): {theirs:6.2f} s  "
+              f"-> first load {theirs / cold:.1f}x faster, cached {theirs / warm:.0f}x; identical: {same}")
+
+
+def cmd_correlate(args) -> None:
+    from scipy.stats import pearsonr
+
+    from dialeval.scoring import score
+
+    samples, dataset = dstc6_systems([])
+    metrics = args.metrics.split(",")
+    start = time.perf_counter()
+    result = score(samples, metrics, progress=False, **options(args))
+    seconds = time.perf_counter() - start
+    systems = [f"S_{k}" for k in range(1, 21)]
+    human = np.array([dataset.system_ratings[s]["overall"] for s in systems])
+    organisers = read_organisers_table()
+    print(f"DSTC6 system-level Pearson, 20 systems ({seconds:.0f} s to score)")
+    print("| metric | dialeval | paper (AM-FM Table 1) | organisers' nlg-eval table | signature |")
+    print("|---|---|---|---|---|")
+    for name in metrics:
+        ours = np.array([result.systems[s][name] for s in systems])
+        r = pearsonr(ours, human)[0]
+        org = np.array([organisers[s][ORGANISERS_COLUMN[name]] for s in systems]) if name in ORGANISERS_COLUMN else None
+        r_org = pearsonr(org, human)[0] if org is not None else float("nan")
+        print(f"| {name} | {r:.4f} | {PAPER.get(name, float('nan')):.4f} | {r_org:.4f} | `{result.signatures[name]}` |")
+    if args.dump:
+        import json
+
+        with open(args.dump, "w") as handle:
+            json.dump({n: {s: result.systems[s][n] for s in systems} for n in metrics}, handle, indent=1)
+
+
+def read_organisers_table() -> dict[str, dict[str, float]]:
+    with open(os.path.join(DSTC6, "objective_evaluation_results.txt"), encoding="utf-8") as handle:
+        rows = [line.rstrip("\n").split("\t") for line in handle if line.strip()]
+    header = rows[0]
+    return {row[0]: {h: float(v) for h, v in zip(header[1:], row[1:])} for row in rows[1:]}
+
+
+def main(argv=None) -> int:
+    os.environ.setdefault("OMP_NUM_THREADS", "2")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="mode", required=True)
+    for mode in ("speed", "correlate"):
+        p = sub.add_parser(mode)
+        p.add_argument("--metrics", default="emb_average,emb_extrema,emb_greedy,sent_cosine")
+        p.add_argument("--word-vectors")
+        p.add_argument("--vector-case", choices=["keep", "lower"])
+        p.add_argument("--sentence-model")
+        if mode == "speed":
+            p.add_argument("--system", default="S_1")
+            p.add_argument("--glove-rows", type=int, default=400000)
+            p.add_argument("--glove-dim", type=int, default=300)
+        else:
+            p.add_argument("--dump", help="write the per-system values as JSON")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(DSTC6):
+        print(f"{DSTC6} not present", file=sys.stderr)
+        return 1
+    (cmd_speed if args.mode == "speed" else cmd_correlate)(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

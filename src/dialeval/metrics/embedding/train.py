@@ -1,0 +1,124 @@
+"""Building word vectors offline, when no GloVe file is at hand.
+
+Three ways, each ending in a vectors artifact (config.json, arrays.npz, vocab.txt, manifest.json):
+
+- `encoder-input` (the default's method): the sentence encoder's own input embedding matrix,
+  one row per whole-word wordpiece. Read straight from the model's safetensors in about a
+  second; on DSTC6 it correlated best of the offline options overall (README, "Embedding metrics");
+
+- `word2vec`: gensim's skip-gram trained on a dialogue corpus, tokenised the way the metrics
+  tokenise (nltk word_tokenize), seeded and single-threaded so that a rerun gives the same
+  vectors;
+- `distill`: static vectors taken from the sentence encoder (all-MiniLM-L6-v2 by default):
+  every word of a vocabulary is encoded on its own and its pooled embedding becomes its
+  vector. The vocabulary is the encoder's own whole-word pieces, plus a corpus's words when
+  one is given. It needs no corpus, so it can be built on any machine that has the encoder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import numpy as np
+
+from ...errors import DialevalError
+from .nlgeval import tokenize_texts
+from .vectors import save_vectors_artifact
+
+METHODS = ("encoder-input", "distill", "word2vec")
+
+
+def corpus_sentences(path: str, lower: bool) -> list[list[str]]:
+    from ...data.corpus import read_corpus
+
+    utterances = [u for dialogue in read_corpus(path) for u in dialogue]
+    tokens = tokenize_texts("nltk-word", utterances)
+    if lower:
+        tokens = [[t.lower() for t in sent] for sent in tokens]
+    return [t for t in tokens if t]
+
+
+def train_word2vec(corpus: str, output: str, *, dim: int = 300, window: int = 5, min_count: int = 2,
+                   epochs: int = 10, seed: int = 1, lower: bool = True, sg: bool = True) -> str:
+    try:
+        from gensim.models import Word2Vec
+    except ImportError:
+        raise DialevalError("training word2vec needs gensim: pip install 'dialeval[embeddings]'") from None
+    sentences = corpus_sentences(corpus, lower)
+    if not sentences:
+        raise DialevalError(f"{corpus}: no sentences to train on")
+    model = Word2Vec(sentences=sentences, vector_size=dim, window=window, min_count=min_count,
+                     epochs=epochs, seed=seed, workers=1, sg=int(sg))
+    words = list(model.wv.index_to_key)
+    matrix = np.asarray(model.wv.vectors, dtype=np.float32)
+    config = {"method": "word2vec", "corpus": os.path.basename(corpus), "dim": dim, "window": window,
+              "min_count": min_count, "epochs": epochs, "seed": seed, "lowercased": lower,
+              "skip_gram": sg, "tokenizer": "nltk-word", "sentences": len(sentences)}
+    return save_vectors_artifact(output, words, matrix, config)
+
+
+def encoder_vocabulary(model_dir: str) -> list[str]:
+    """The encoder's whole-word wordpieces: alphabetic or punctuation, no `##` pieces, no specials."""
+    path = os.path.join(model_dir, "vocab.txt")
+    if not os.path.exists(path):
+        raise DialevalError(f"{model_dir}: no vocab.txt; give the vocabulary with --corpus")
+    with open(path, encoding="utf-8") as handle:
+        pieces = [line.rstrip("\n") for line in handle]
+    return [p for p in pieces if p and not p.startswith("##") and not (p.startswith("[") and p.endswith("]"))]
+
+
+def distill_encoder(output: str, *, model_dir: str | None = None, corpus: str | None = None,
+                    min_count: int = 2, batch_size: int = 256, lower: bool = True) -> str:
+    from .defaults import default_sentence_model
+    from .sentence import SentenceEncoder
+
+    model_dir = os.path.abspath(model_dir) if model_dir else default_sentence_model()
+    words = encoder_vocabulary(model_dir)
+    if corpus:
+        counts = Counter(t for sent in corpus_sentences(corpus, lower) for t in sent)
+        known = set(words)
+        words += sorted(w for w, c in counts.items() if c >= min_count and w not in known and "\n" not in w)
+    encoder = SentenceEncoder(model_dir, batch_size=batch_size)
+    matrix = encoder.encode(words)
+    config = {"method": "distill", "encoder": _model_name(model_dir),
+              "corpus": os.path.basename(corpus) if corpus else None, "min_count": min_count,
+              "lowercased": lower, "tokenizer": "nltk-word"}
+    return save_vectors_artifact(output, words, np.asarray(matrix, dtype=np.float32), config)
+
+
+def encoder_input_vectors(output: str, *, model_dir: str | None = None) -> str:
+    """Rows of the encoder's input embedding matrix for its whole-word pieces."""
+    from safetensors.numpy import load_file
+
+    from .defaults import default_sentence_model
+
+    model_dir = os.path.abspath(model_dir) if model_dir else default_sentence_model()
+    weights = os.path.join(model_dir, "model.safetensors")
+    if not os.path.exists(weights):
+        raise DialevalError(f"{model_dir}: no model.safetensors to take the input embeddings from")
+    tensors = load_file(weights)
+    keys = [k for k in tensors if k.endswith("word_embeddings.weight")]
+    if len(keys) != 1:
+        raise DialevalError(f"{weights}: expected one '*word_embeddings.weight' tensor, found {len(keys)}")
+    table = tensors[keys[0]]
+    with open(os.path.join(model_dir, "vocab.txt"), encoding="utf-8") as handle:
+        row_of = {line.rstrip("\n"): i for i, line in enumerate(handle)}
+    if len(row_of) > table.shape[0]:
+        raise DialevalError(f"{model_dir}: vocab.txt has more pieces than the embedding matrix has rows")
+    words = encoder_vocabulary(model_dir)
+    matrix = table[[row_of[w] for w in words]].astype(np.float32)
+    config = {"method": "encoder-input", "encoder": _model_name(model_dir), "tensor": keys[0],
+              "lowercased": True}
+    return save_vectors_artifact(output, words, matrix, config)
+
+
+def _model_name(model_dir: str) -> str:
+    from .defaults import default_sentence_model
+
+    try:
+        if os.path.samefile(model_dir, default_sentence_model()):
+            return "all-MiniLM-L6-v2"
+    except (OSError, DialevalError):
+        pass
+    return os.path.basename(os.path.normpath(model_dir))
