@@ -47,13 +47,19 @@ def bleu_statistics(batch: Batch, tokenizer: str) -> np.ndarray:
             bound_g = c.bound
             h_item, h_gram, h_count = c.hyp_item, c.hyp_gram, c.hyp_count
             r_ref, r_gram, r_count = c.ref_index, c.ref_gram, c.ref_count
-            # maximum count of each n-gram over the references of an item
-            packed = tb.ref_item[r_ref] * bound_g + r_gram
-            order = np.lexsort((r_count, packed))
-            packed, r_count = packed[order], r_count[order]
-            last = np.ones(len(packed), dtype=bool)
-            last[:-1] = packed[1:] != packed[:-1]
-            ref_keys, ref_max = packed[last], r_count[last]
+            # maximum count of each n-gram over the references of an item: sort (item, gram,
+            # count) packed in one int64; the last entry of each (item, gram) run is the maximum
+            scale = int(r_count.max(initial=0)) + 1
+            item_gram = tb.ref_item[r_ref] * bound_g + r_gram
+            if n_items * bound_g * scale < 2 ** 62:
+                packed = np.sort(item_gram * scale + r_count)
+                keys, counts = packed // scale, packed % scale
+            else:  # too large to pack: sort by two keys
+                order = np.lexsort((r_count, item_gram))
+                keys, counts = item_gram[order], r_count[order]
+            last = np.ones(len(keys), dtype=bool)
+            last[:-1] = keys[1:] != keys[:-1]
+            ref_keys, ref_max = keys[last], counts[last]
             hyp_keys = h_item * bound_g + h_gram
             pos = np.searchsorted(ref_keys, hyp_keys)
             pos_ok = np.minimum(pos, max(len(ref_keys) - 1, 0))
