@@ -46,10 +46,18 @@ class LoadedLM:
 
 
 def offline() -> None:
-    """Never reach the model hub: every path here is local."""
+    """Never reach the model hub: every path here is local. Also checks the `lm` extra is there."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    import importlib.util
+
+    for name in ("torch", "transformers", "tokenizers", "safetensors"):
+        if importlib.util.find_spec(name) is None:
+            raise DialevalError(f"the language-model metrics need {name}: pip install 'dialeval[lm]'")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
 
 def _fail(path: str, why: str) -> DialevalError:

@@ -76,9 +76,10 @@ def token_logprob_sums(lm: LoadedLM, queries: Sequence[list[int] | None], respon
 
 
 def perplexity(lm: LoadedLM, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> float:
-    """Per-token perplexity of `<sep> query <sep> response` sequences, the training layout,
-    over every token after the first separator (the query's tokens too)."""
-    total, count = 0.0, 0
+    """Per-token perplexity of (query, response) pairs: exp of the mean negative log-probability
+    of every query and response token, log P(q) + log P(r | q) in the `<sep> q <sep> r` layout
+    (the separators themselves are not counted). Tokens are this model's BPE tokens, so values
+    of models with different tokenizers are not directly comparable."""
     fluency_q = [lm.encode(q) for q, _ in pairs]
     resp = [lm.encode(r) for _, r in pairs]
     # log P(q) and log P(r | q): their sum is the whole sequence's log-probability

@@ -33,9 +33,9 @@ SEP = "<|endoftext|>"
 
 @dataclass
 class LMTrainConfig:
-    vocab_size: int = 8000
-    n_layer: int = 4
-    n_embd: int = 256
+    vocab_size: int = 5000
+    n_layer: int = 3
+    n_embd: int = 160
     n_head: int = 4
     n_positions: int = 128
     epochs: float = 1.0
@@ -52,7 +52,7 @@ class LMTrainConfig:
     device: str = "cpu"
 
 
-def build_tokenizer(texts: Sequence[str], vocab_size: int, work_dir: str):
+def build_tokenizer(texts: Sequence[str], vocab_size: int):
     """A byte-level BPE tokenizer trained on `texts`, wrapped so transformers can save/load it."""
     from tokenizers import ByteLevelBPETokenizer
     from transformers import PreTrainedTokenizerFast
@@ -93,7 +93,6 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
     """Train (or fine-tune `init`) and save a verified artifact folder; returns its info."""
     offline()
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
 
     from ...data.corpus import pairs as corpus_pairs, read_corpus
 
@@ -113,6 +112,17 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
     staging = os.path.abspath(out_dir) + ".tmp-save"
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
+    try:
+        return _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus, reference_corpus, log)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus, reference_corpus, log) -> dict:
+    """The training proper, writing into `staging`, which becomes `out_dir` only when complete."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
     if init:
         base = load_lm(init, cfg.device)
         model, tokenizer = base.model, base.tokenizer
@@ -120,7 +130,7 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
         arch = {"init": os.path.abspath(init)}
     else:
         texts = [t for p in train_pairs for t in p]
-        tokenizer = build_tokenizer(texts, cfg.vocab_size, staging)
+        tokenizer = build_tokenizer(texts, cfg.vocab_size)
         gconf = GPT2Config(vocab_size=len(tokenizer), n_positions=cfg.n_positions, n_embd=cfg.n_embd,
                            n_layer=cfg.n_layer, n_head=cfg.n_head, resid_pdrop=cfg.dropout,
                            embd_pdrop=cfg.dropout, attn_pdrop=cfg.dropout,
@@ -158,6 +168,7 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
     step, stopped_by = 0, "epochs"
     deadline = started + cfg.max_minutes * 60 if cfg.max_minutes else None
     train_started = time.time()
+    cpu_started = time.process_time()
     model.train()
     running = []
     while step < total:
@@ -183,18 +194,20 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
-            running.append(float(out.loss))
+            running.append(out.loss.item())
             step += 1
-            if step % 100 == 0 or step == total:
+            if step % 50 == 0 or step == total:
                 elapsed = time.time() - train_started
-                log(f"step {step}/{total} loss {np.mean(running[-100:]):.3f} "
-                    f"{elapsed / step:.3f}s/step {elapsed / 60:.1f} min")
+                cpu = time.process_time() - cpu_started
+                log(f"step {step}/{total} loss {np.mean(running[-50:]):.3f} "
+                    f"{elapsed / step:.3f}s/step wall, {cpu / step:.3f} CPU-s/step, {elapsed / 60:.1f} min")
         else:
             continue
         break
     if cfg.max_steps is not None and step >= cfg.max_steps and step < int(math.ceil(cfg.epochs * steps_per_epoch)):
         stopped_by = "max_steps"
     train_seconds = time.time() - train_started
+    cpu_seconds = time.process_time() - cpu_started
     model.eval()
 
     from .logprob import mean_logprobs, perplexity
@@ -210,7 +223,8 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
         "reference_pairs": len(ref_pairs), "reference_source": os.path.basename(reference_corpus)
         if reference_corpus else "held-out share of the training corpus",
         "steps": step, "steps_per_epoch": steps_per_epoch, "epochs_done": step / max(1, steps_per_epoch),
-        "stopped_by": stopped_by, "train_seconds": round(train_seconds, 1), "lr": lr,
+        "stopped_by": stopped_by, "train_seconds": round(train_seconds, 1),
+        "train_cpu_seconds": round(cpu_seconds, 1), "lr": lr,
         "reference_perplexity": ref_ppl, "config": asdict(cfg),
         "layout": "<sep> query <sep> response <sep>, <sep> = tokenizer eos",
     }

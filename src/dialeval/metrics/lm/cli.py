@@ -1,0 +1,66 @@
+"""Command line for the language-model metrics: `dialeval train lm` and `score --lm-model`."""
+
+from __future__ import annotations
+
+import json
+
+
+def add_score_arguments(parser) -> None:
+    g = parser.add_argument_group("language-model metrics (lm_coherence, lm_fluency, *_raw)")
+    g.add_argument("--lm-model", dest="lm_model", help="causal-LM checkpoint folder (`dialeval train lm`)")
+    g.add_argument("--lm-percentile", dest="lm_percentile", type=float,
+                   help="percentile of the stored reference scores used as the lower bound (default 5)")
+    g.add_argument("--lm-batch-size", dest="lm_batch_size", type=int, help="sequences per forward pass (default 32)")
+    g.add_argument("--lm-device", dest="lm_device", help="torch device (default cpu)")
+    g.add_argument("--lm-context-turns", dest="lm_context_turns", type=int,
+                   help="context turns that form the query for lm_coherence (default 1, the paper's)")
+
+
+def add_train_commands(train_sub) -> None:
+    p = train_sub.add_parser("lm", help="train a small GPT-2-style LM (or fine-tune one with --init)")
+    p.add_argument("--corpus", required=True, help="DailyDialog file/zip, JSONL dialogues or plain text")
+    p.add_argument("--corpus-format", choices=["dailydialog", "jsonl", "text"], help="default: guessed")
+    p.add_argument("-o", "--output", required=True, help="model folder to write")
+    p.add_argument("--init", help="fine-tune this causal-LM checkpoint folder instead of training from scratch")
+    p.add_argument("--reference-corpus", help="pairs for the normalisation bounds (default: a held-out share)")
+    p.add_argument("--epochs", type=float, default=1.0)
+    p.add_argument("--max-steps", type=int, help="stop after this many optimiser steps")
+    p.add_argument("--max-minutes", type=float, help="stop after this many minutes of training")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, help="peak learning rate (default 1e-3 from scratch, 5e-5 with --init)")
+    p.add_argument("--vocab-size", type=int, default=5000)
+    p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--dim", type=int, default=160)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--context-length", type=int, default=128)
+    p.add_argument("--reference-pairs", type=int, default=2000)
+    p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-corpus", help="report per-token perplexity on this corpus's pairs after training")
+    p.set_defaults(func=cmd_train_lm)
+
+
+def cmd_train_lm(args) -> int:
+    import sys
+
+    from .train import LMTrainConfig, train_lm
+
+    cfg = LMTrainConfig(vocab_size=args.vocab_size, n_layer=args.layers, n_embd=args.dim, n_head=args.heads,
+                        n_positions=args.context_length, epochs=args.epochs, max_steps=args.max_steps,
+                        max_minutes=args.max_minutes, batch_size=args.batch_size, lr=args.lr,
+                        reference_pairs=args.reference_pairs, seed=args.seed, threads=args.threads,
+                        device=args.device)
+    info = train_lm(args.corpus, args.output, cfg, init=args.init, corpus_format=args.corpus_format,
+                    reference_corpus=args.reference_corpus, log=lambda m: print(m, file=sys.stderr))
+    if args.eval_corpus:
+        from ...data.corpus import pairs, read_corpus
+        from .checkpoint import load_lm
+        from .logprob import perplexity
+
+        lm = load_lm(args.output, args.device)
+        info["eval_perplexity"] = perplexity(lm, pairs(read_corpus(args.eval_corpus)))
+        info["eval_corpus"] = args.eval_corpus
+    print(json.dumps({k: info[k] for k in ("parameters", "steps", "stopped_by", "train_seconds", "train_cpu_seconds",
+                                            "reference_perplexity", "eval_perplexity") if k in info}))
+    return 0

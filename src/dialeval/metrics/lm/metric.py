@@ -1,0 +1,118 @@
+"""`lm_coherence`, `lm_fluency` and their raw variants as metrics.
+
+Raw scores are mean log-probabilities per response token (eq. 1 and 3). The normalised ones
+(eq. 2 and 4) clip at a lower bound, the `lm_percentile`-th percentile of the raw scores of a
+reference set stored with the model, and map [bound, 0] onto [0, 1]. Coherence uses the
+sample's last context turn as the query (the rated data's setting); a sample without context
+gets NaN coherence. Raw scores are memoised on the batch, so the four metrics share one pass.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from ...errors import DialevalError
+from ..base import Batch, Metric
+
+LM_OPTIONS = ("lm_model", "lm_percentile", "lm_batch_size", "lm_device", "lm_context_turns")
+
+
+def normalise(raw: np.ndarray, bound: float) -> np.ndarray:
+    """Eq. 2 / 4: (max(bound, raw) - bound) / -bound, in [0, 1] for raw <= 0."""
+    if not bound < 0:
+        raise DialevalError(f"normalisation bound must be negative, got {bound}")
+    return (np.maximum(bound, raw) - bound) / -bound
+
+
+class LMScore(Metric):
+    needs_references = False
+    native_tokenizer = "lm"
+    kind = "coherence"
+    raw = False
+
+    def __init__(self, lm_model: str | None = None, lm_percentile: float = 5.0, lm_batch_size: int = 32,
+                 lm_device: str = "cpu", lm_context_turns: int = 1, refs_mode: str = "multi",
+                 tokenizer: str | None = None):
+        super().__init__(refs_mode=refs_mode, tokenizer=None)
+        if not lm_model:
+            raise DialevalError(f"metric {self.name!r} needs a language model: --lm-model DIR "
+                                "(train one with `dialeval train lm`)")
+        if not 0 < float(lm_percentile) < 100:
+            raise DialevalError(f"--lm-percentile must lie strictly between 0 and 100, got {lm_percentile}")
+        self.model_dir = os.fspath(lm_model)
+        self.percentile = float(lm_percentile)
+        self.batch_size = int(lm_batch_size)
+        self.device = lm_device
+        self.context_turns = max(1, int(lm_context_turns))
+        from .checkpoint import cached_lm
+
+        self.lm = cached_lm(self.model_dir, self.device)
+        self.bound = None
+        if not self.raw:
+            ref = self.lm.reference.get(f"{self.kind}_raw")
+            if ref is None or len(ref) == 0:
+                raise DialevalError(f"{self.model_dir}: no reference scores for the normalised {self.name}; "
+                                    f"use {self.name}_raw, or wrap the checkpoint with "
+                                    "`dialeval train lm --init DIR --max-steps 0 --corpus REFERENCE -o NEW_DIR`")
+            self.bound = float(np.percentile(ref, self.percentile))
+
+    def raw_scores(self, batch: Batch) -> np.ndarray:
+        from .logprob import mean_logprobs
+
+        key = ("lm_raw", os.path.realpath(self.model_dir), self.device, self.kind, self.context_turns)
+
+        def compute() -> np.ndarray:
+            if self.kind == "fluency":
+                return mean_logprobs(self.lm, batch.hyps, batch_size=self.batch_size)
+            has = [i for i, c in enumerate(batch.contexts) if c]
+            out = np.full(len(batch), math.nan)
+            if has:
+                queries = [" ".join(batch.contexts[i][-self.context_turns:]) for i in has]
+                out[has] = mean_logprobs(self.lm, [batch.hyps[i] for i in has], queries, self.batch_size)
+            return out
+
+        return batch.memo(key, compute)
+
+    def multi_stats(self, batch: Batch) -> np.ndarray:
+        raw = self.raw_scores(batch)
+        score = raw if self.raw else normalise(raw, self.bound)
+        return score[:, None]
+
+    def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
+        return stats[:, 0]
+
+    def signature_options(self):
+        opts = [("model", f"{os.path.basename(os.path.normpath(self.model_dir))}@{self.lm.fingerprint}")]
+        if self.kind == "coherence":
+            opts.append(("ctx", self.context_turns))
+        if not self.raw:
+            opts.append(("pct", self.percentile))
+            opts.append(("bound", round(self.bound, 4)))
+        return opts
+
+
+class LMCoherence(LMScore):
+    name = "lm_coherence"
+    description = "context coherence c(r|q), eq. 2: normalised mean log P(response | query)"
+    kind, raw = "coherence", False
+
+
+class LMCoherenceRaw(LMScore):
+    name = "lm_coherence_raw"
+    description = "raw context coherence c_raw(r|q), eq. 1"
+    kind, raw = "coherence", True
+
+
+class LMFluency(LMScore):
+    name = "lm_fluency"
+    description = "fluency f(r), eq. 4: normalised mean log P(response)"
+    kind, raw = "fluency", False
+
+
+class LMFluencyRaw(LMScore):
+    name = "lm_fluency_raw"
+    description = "raw fluency f_raw(r), eq. 3"
+    kind, raw = "fluency", True
