@@ -55,8 +55,10 @@ if [ ! -x .tools/bin/lmplz ] || [ ! -x .tools/bin/query ]; then
   [ -f .tools/src/kenlm-0.3.0.tar.gz ] || "$PY" -m pip download -q --disable-pip-version-check --no-deps \
     --no-binary kenlm --no-build-isolation -d .tools/src "kenlm==0.3.0"
   tar -xzf .tools/src/kenlm-0.3.0.tar.gz -C .tools/src
-  cmake -S .tools/src/kenlm-0.3.0 -B .tools/src/build -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build .tools/src/build --target lmplz build_binary query -j "$(nproc)" >/dev/null
+  # compiler output goes to a log (KenLM's sources print many deprecation warnings)
+  { cmake -S .tools/src/kenlm-0.3.0 -B .tools/src/build -DCMAKE_BUILD_TYPE=Release &&
+    cmake --build .tools/src/build --target lmplz build_binary query -j "$(nproc)"; } \
+    > .tools/build.log 2>&1 || { tail -40 .tools/build.log; echo "KenLM build failed (log: .tools/build.log)" >&2; exit 1; }
   cp .tools/src/build/bin/lmplz .tools/src/build/bin/build_binary .tools/src/build/bin/query .tools/bin/
 fi
 
