@@ -49,8 +49,9 @@ def read_conllu(path: str, column: int = 3) -> list[list[tuple[str, str]]]:
 
 
 def default_cache_dir() -> str:
-    base = os.environ.get("DIALEVAL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "dialeval")
-    return os.path.join(base, "pos-tagger-ud-ewt")
+    from ..models.cache import cache_dir
+
+    return str(cache_dir("pos-tagger-ud-ewt"))
 
 
 def train_tagger(conllu_files: Iterable[str], out_dir: str, iterations: int = 5, limit: int | None = None,

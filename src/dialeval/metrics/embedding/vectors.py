@@ -28,13 +28,10 @@ import numpy as np
 from ...errors import DialevalError, InputError
 
 def cache_base() -> str:
-    """dialeval's cache folder, found as METEOR's is: $DIALEVAL_CACHE_DIR, $XDG_CACHE_HOME/dialeval
-    or ~/.cache/dialeval ($DIALEVAL_CACHE is also honoured)."""
-    for name in ("DIALEVAL_CACHE_DIR", "DIALEVAL_CACHE"):
-        if os.environ.get(name):
-            return os.path.expanduser(os.environ[name])
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(xdg, "dialeval")
+    """dialeval's cache folder (see `dialeval.models.cache`)."""
+    from ...models.cache import cache_dir
+
+    return str(cache_dir())
 
 
 def cache_root() -> str:

@@ -120,10 +120,9 @@ def locate(path: str | os.PathLike | None = None) -> Sources:
 # -- cache ------------------------------------------------------------------------------------
 
 def cache_root() -> Path:
-    if os.environ.get("DIALEVAL_CACHE_DIR"):
-        return Path(os.environ["DIALEVAL_CACHE_DIR"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "dialeval"
+    from ....models.cache import cache_dir
+
+    return cache_dir()
 
 
 def _file_sha256(path: Path, stamps: Path) -> str:
