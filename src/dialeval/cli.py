@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Sequence
 
-from .errors import DialevalError, InputError
+from .errors import DialevalError
 from .version import __version__
 
 DEFAULT_METRICS = "bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d,cider"

@@ -11,7 +11,6 @@ guessed from the file:
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import zipfile

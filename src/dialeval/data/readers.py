@@ -73,28 +73,28 @@ def _as_ratings(value: Any, *, path, line) -> dict[str, list[float]]:
         items = scores if isinstance(scores, list) else [scores]
         parsed = []
         for item in items:
-            parsed.append(_rating_value(item, path=path, line=line, field=f"ratings.{quality}"))
+            parsed.append(parse_rating(item, path=path, line=line, field=f"ratings.{quality}"))
         out[str(quality)] = parsed
     return out
 
 
-def _rating_value(item: Any, *, path, line, field) -> float:
-    """A numeric rating; None and the usual 'not available' strings become NaN."""
-    if item is None:
+def parse_rating(value: Any, *, path=None, line=None, field=None) -> float:
+    """A numeric rating. Blanks, null and "not available" text (including annotator free text
+    such as FED's "N/A (No errors)") become NaN: the rater gave no score. Anything else that is
+    not a number is an error located by path, line and field."""
+    if value is None:
         return math.nan
-    if isinstance(item, bool):
-        return float(item)
-    if isinstance(item, (int, float)):
-        return float(item)
-    if isinstance(item, str):
-        text = item.strip()
-        if text.upper() in {"", "N/A", "NA", "NAN", "NONE", "NULL", "-"}:
-            return math.nan
-        try:
-            return float(text)
-        except ValueError:
-            pass
-    raise InputError(f"rating {item!r} is not a number", path=path, line=line, field=field)
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    text = str(value).strip()
+    if text == "" or text == "-" or text.upper().startswith("N/A") or \
+            text.upper() in {"NA", "NAN", "NONE", "NULL"}:
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"rating {text[:40]!r} is not a number", path=None if path is None else str(path),
+                         line=line, field=field) from None
 
 
 def record_to_sample(record: Any, *, index: int, path: str | None = None,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
+from ..readers import parse_rating
 from ..sample import DatasetInfo, Sample
 
 DIALOGUE_ID = "dialogue_id"
@@ -83,19 +83,5 @@ def read_csv(path: str | os.PathLike, *, header: bool = True) -> list:
 
 
 def rating(value: Any, *, path, line=None, field=None) -> float:
-    """A numeric rating; blanks and annotator free text such as FED's "N/A (No errors)"
-    become NaN (the rater gave no score), anything else non-numeric is an error."""
-    if value is None:
-        return math.nan
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    text = str(value).strip()
-    if text == "" or text.upper().startswith("N/A") or text.upper() in {"NA", "NAN", "NONE", "NULL"}:
-        return math.nan
-    try:
-        return float(text)
-    except ValueError:
-        raise InputError(f"rating {text[:40]!r} is not a number", path=str(path), line=line,
-                         field=field) from None
+    """A loader's rating: the one rule of `dialeval.data.readers.parse_rating`."""
+    return parse_rating(value, path=path, line=line, field=field)

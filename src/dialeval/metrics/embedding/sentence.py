@@ -102,7 +102,6 @@ class SentenceCosine(Metric):
         return self._model_dir
 
     def signature_options(self) -> list[tuple[str, Any]]:
-        model = self.sentence_model or "all-MiniLM-L6-v2"
         name = "all-MiniLM-L6-v2" if self.sentence_model is None else model_fingerprint(self.model_dir)
         return [("model", name), ("device", "cpu")]
 

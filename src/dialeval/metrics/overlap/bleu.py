@@ -10,7 +10,6 @@ applies the same formula to statistics summed over the corpus.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
