@@ -35,13 +35,17 @@ class TokenTable:
 def encode(sentences: Sequence[Sequence[str]], vocab: dict[str, int]) -> TokenTable:
     """Map token lists to ids, growing `vocab` (shared between tables that must be compared)."""
     lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
-    flat = list(chain.from_iterable(sentences))
+    return encode_flat(list(chain.from_iterable(sentences)), lengths, vocab)
+
+
+def encode_flat(flat: list[str], lengths: np.ndarray, vocab: dict[str, int]) -> TokenTable:
+    """As `encode`, from all tokens laid end to end and the sentence lengths."""
     for tok in dict.fromkeys(flat):  # Python-level work only once per distinct token
         if tok not in vocab:
             vocab[tok] = len(vocab)
     ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
-    starts = np.zeros(len(sentences), dtype=np.int64)
-    if len(sentences) > 1:
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    if len(lengths) > 1:
         np.cumsum(lengths[:-1], out=starts[1:])
     return TokenTable(ids=ids, lengths=lengths, starts=starts)
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
-from ...text.ngrams import TokenTable, count_pairs, encode, ngram_keys
+from ...text.ngrams import TokenTable, count_pairs, encode, encode_flat, ngram_keys
 from ...text.tokenizers import tokenize_all
 from ..base import Batch
 
@@ -60,8 +61,16 @@ def tokenized(batch: Batch, tokenizer: str) -> TokenizedBatch:
                                   ref_item=np.arange(len(batch), dtype=np.int64),
                                   vocab_size=root.vocab_size)
         vocab: dict[str, int] = {}
-        hyp = encode(tokenize_all(tokenizer, batch.hyps), vocab)
-        ref = encode(tokenize_all(tokenizer, [r for refs in batch.refs for r in refs]), vocab)
+        refs = [r for refs in batch.refs for r in refs]
+        if tokenizer in ("whitespace", "space") and batch.memo("space==whitespace",
+                                                               lambda: _space_is_whitespace(batch)):
+            # plain text (single spaces only): one C-level split of all texts at once
+            hyp, ref = (encode_flat(" ".join(texts).split(" ") if texts else [],
+                                    np.fromiter(map(str.count, texts, repeat(" ")), np.int64, len(texts)) + 1,
+                                    vocab) for texts in (batch.hyps, refs))
+        else:
+            hyp = encode(tokenize_all(tokenizer, batch.hyps), vocab)
+            ref = encode(tokenize_all(tokenizer, refs), vocab)
         counts = np.fromiter((len(r) for r in batch.refs), dtype=np.int64, count=len(batch.refs))
         ref_item = np.repeat(np.arange(len(batch), dtype=np.int64), counts)
         return TokenizedBatch(hyp=hyp, ref=ref, ref_item=ref_item, vocab_size=len(vocab))
