@@ -28,3 +28,16 @@ def golden():
 @pytest.fixture
 def data():
     return need(DATA)
+
+
+def golden_fixture_sets():
+    """(name, samples, golden case) for each nlg-eval fixture set in golden/nlg-eval-fixtures.json."""
+    import json
+
+    from dialeval.data.sample import Sample
+
+    sets = json.loads(need(GOLDEN / "nlg-eval-fixtures.json").read_text())["sets"]
+    for name, case in sets.items():
+        samples = [Sample(id=str(i), response=h, references=r)
+                   for i, (h, r) in enumerate(zip(case["input"]["hyps"], case["input"]["refs"]))]
+        yield name, samples, case

@@ -19,7 +19,7 @@ from dialeval.data.sample import Sample
 from dialeval.metrics.overlap.meteor import resources as meteor_resources
 from dialeval.scoring import score
 
-from conftest import DATA, GOLDEN, need
+from conftest import golden_fixture_sets, DATA, GOLDEN, need
 
 DSTC6_REFS = ["original_refs.txt"] + [f"refgen_result{i}.txt" for i in range(1, 11)]
 TOL = 1e-12
@@ -49,10 +49,7 @@ def _check(result, gold_mode, rows=None, system=None):
 
 @pytest.mark.parametrize("mode", ["multi", "max"])
 def test_nlg_eval_fixtures(mode):
-    sets = json.loads(need(GOLDEN / "nlg-eval-fixtures.json").read_text())["sets"]
-    for name, case in sets.items():
-        samples = [Sample(id=str(i), response=h, references=r)
-                   for i, (h, r) in enumerate(zip(case["input"]["hyps"], case["input"]["refs"]))]
+    for name, samples, case in golden_fixture_sets():
         result = score(samples, ["meteor"], refs_mode=mode)
         _check(result, case[mode])
         if mode == "multi":

@@ -15,7 +15,7 @@ from dialeval.data.readers import read_parallel
 from dialeval.data.sample import Sample
 from dialeval.scoring import score
 
-from conftest import DATA, GOLDEN, need
+from conftest import golden_fixture_sets, DATA, GOLDEN, need
 
 METRICS = ["bleu1", "bleu2", "bleu3", "bleu4", "rouge_l", "cider_d", "cider"]
 TOL = 1e-9
@@ -33,10 +33,7 @@ def _assert_matches(result, gold_mode, rows=None, system=None):
 
 @pytest.mark.parametrize("mode", ["multi", "max"])
 def test_nlg_eval_fixtures(mode):
-    sets = json.loads(need(GOLDEN / "nlg-eval-fixtures.json").read_text())["sets"]
-    for name, case in sets.items():
-        samples = [Sample(id=str(i), response=h, references=r)
-                   for i, (h, r) in enumerate(zip(case["input"]["hyps"], case["input"]["refs"]))]
+    for name, samples, case in golden_fixture_sets():
         _assert_matches(score(samples, METRICS, refs_mode=mode), case[mode])
 
 

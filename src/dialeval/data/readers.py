@@ -168,18 +168,25 @@ def _clean_frame_row(row: dict) -> dict:
 
 # --------------------------------------------------------------------------- JSONL
 
-def read_jsonl(path: str | os.PathLike) -> list[Sample]:
-    """One JSON object per line; blank lines are skipped; an empty file is an error."""
+def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) of each non-blank line of a JSON-lines file; a line that is
+    not JSON is reported with its number and column."""
     path = str(path)
-    samples = []
     for number, text in enumerate(read_text_lines(path), 1):
         if not text.strip():
             continue
         try:
-            record = json.loads(text)
+            yield number, json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", path=path,
                              line=number) from None
+
+
+def read_jsonl(path: str | os.PathLike) -> list[Sample]:
+    """One JSON object per line; blank lines are skipped; an empty file is an error."""
+    path = str(path)
+    samples = []
+    for number, record in iter_json_lines(path):
         samples.append(record_to_sample(record, index=len(samples), path=path, line=number))
     if not samples:
         raise InputError("empty input: no samples", path=path)

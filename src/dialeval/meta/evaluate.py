@@ -8,7 +8,6 @@ statistics of `correlation`, `significance` and `agreement`; the CLI prints its 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 import warnings
@@ -25,16 +24,10 @@ DIALOGUE_ID = "dialogue_id"
 
 def read_scores(path: str | os.PathLike) -> list[dict]:
     """Rows of a `dialeval score -o` file, each checked for a `scores` object."""
-    from ..data.readers import read_text_lines
+    from ..data.readers import iter_json_lines
 
     rows = []
-    for number, line in enumerate(read_text_lines(path), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"bad JSON: {exc.msg}", path=str(path), line=number) from None
+    for number, row in iter_json_lines(path):
         if not isinstance(row, dict) or not isinstance(row.get("scores"), dict):
             raise InputError("missing (not a `dialeval score` output row)", path=str(path),
                              line=number, field="scores")
