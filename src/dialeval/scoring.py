@@ -75,6 +75,9 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
     `refs_mode` and `tokenizer` apply to every metric (None keeps each metric's native
     tokenizer); other keyword options go to the metrics that accept them.
     """
+    from .metrics.registry import check_metric_options
+
+    check_metric_options(metric_options)
     samples = from_records(samples)
     if not samples:
         raise DialevalError("no samples to score")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Literal, Sequence
 
 import numpy as np
 
@@ -114,7 +114,12 @@ class Metric:
 
     `corpus_from_summed_stats = True` means the corpus score is a function of the summed
     statistics (`corpus_from_stats`); otherwise the statistics are (score, 1) rows and the corpus
-    score is their mean.
+    score is their mean. A subclass's constructor keyword arguments are its options
+    (`dialeval.options`); it documents them in an `Options:` block like this one.
+
+    Options:
+        refs_mode: how several references combine: multi (the original rule), max or mean
+        tokenizer: tokenizer for every metric (default: each metric's original)
     """
 
     name: ClassVar[str] = ""
@@ -124,7 +129,7 @@ class Metric:
     corpus_from_summed_stats: ClassVar[bool] = False
     higher_is_better: ClassVar[bool] = True
 
-    def __init__(self, refs_mode: str = "multi", tokenizer: str | None = None):
+    def __init__(self, refs_mode: Literal["multi", "max", "mean"] = "multi", tokenizer: str | None = None):
         if refs_mode not in REFS_MODES:
             raise DialevalError(f"unknown reference mode {refs_mode!r}; choose from {', '.join(REFS_MODES)}")
         self.refs_mode = refs_mode

@@ -1,9 +1,12 @@
 """Metric names -> how to build them.
 
 Entries name their class by import path so that `import dialeval` and the word-overlap
-metrics never import a heavy family's dependencies. Each entry lists the options it accepts;
-options meant for other metrics (one CLI call passes one set of options to all metrics) are
-ignored, so `--word-vectors` does not trouble BLEU.
+metrics never import a heavy family's dependencies (metric modules import them lazily, so
+reading a class's constructor is cheap). A metric's options are its constructor's keyword
+parameters (`dialeval.options`): one declaration serves the API, the registry and the command
+line. One call passes one set of options to all metrics; each metric takes the ones it
+declares, so `--word-vectors` does not trouble BLEU, but a name that no registered metric
+declares is refused with the closest valid name.
 """
 
 from __future__ import annotations
@@ -13,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DialevalError
+from ..options import OptionSpec, check_options, closest_hint, constructor_options
 from .base import Metric
-
-COMMON_OPTIONS = ("refs_mode", "tokenizer")
 
 
 @dataclass(frozen=True)
@@ -25,19 +27,29 @@ class MetricSpec:
     family: str
     description: str
     fixed: dict[str, Any] = field(default_factory=dict)
-    options: tuple[str, ...] = COMMON_OPTIONS
     extra: str | None = None         # pip extra that provides its dependencies
 
-    def build(self, **options: Any) -> Metric:
+    def metric_class(self) -> type:
         module_name, cls_name = self.target.split(":")
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             hint = f" (pip install 'dialeval[{self.extra}]')" if self.extra else ""
             raise DialevalError(f"metric {self.name!r} needs a missing dependency: {exc.name}{hint}") from None
-        cls = getattr(module, cls_name)
-        kwargs = {k: v for k, v in options.items() if k in self.options and v is not None}
-        return cls(**self.fixed, **kwargs)
+        return getattr(module, cls_name)
+
+    def option_specs(self) -> dict[str, OptionSpec]:
+        """The constructor's keyword parameters, less the ones fixed by this entry."""
+        return constructor_options(self.metric_class(), exclude=self.fixed)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return tuple(self.option_specs())
+
+    def build(self, **options: Any) -> Metric:
+        accepted = self.option_specs()
+        kwargs = {k: v for k, v in options.items() if k in accepted and v is not None}
+        return self.metric_class()(**self.fixed, **kwargs)
 
 
 _OVERLAP = "dialeval.metrics.overlap"
@@ -54,18 +66,17 @@ _SPECS: list[MetricSpec] = [
                fixed={"variant": "plain"}),
     MetricSpec("meteor", f"{_OVERLAP}.meteor.metric:Meteor", "overlap",
                "METEOR 1.5 as pycocoevalcap runs the jar (-l en -norm), without Java",
-               options=COMMON_OPTIONS + ("meteor_resources", "meteor_workers"), extra="meteor"),
+               extra="meteor"),
     *[MetricSpec(name, f"dialeval.metrics.embedding.nlgeval:{cls}", "embedding", desc,
-                 options=COMMON_OPTIONS + ("word_vectors", "vector_case"), extra="embeddings")
+                 extra="embeddings")
       for name, cls, desc in [
           ("emb_average", "EmbeddingAverage", "Embedding Average cosine, nlg-eval rules (max over references)"),
           ("emb_extrema", "VectorExtrema", "Vector Extrema cosine, nlg-eval rules (max over references)"),
           ("emb_greedy", "GreedyMatching", "Greedy Matching, nlg-eval rules (max over references)")]],
     MetricSpec("sent_cosine", "dialeval.metrics.embedding.sentence:SentenceCosine", "embedding",
                "sentence-encoder cosine (all-MiniLM-L6-v2 by default), best over references",
-               options=("refs_mode", "sentence_model"), extra="embeddings"),
+               extra="embeddings"),
     *[MetricSpec(name, f"dialeval.metrics.lm.metric:{cls}", "lm", desc,
-                 options=("lm_model", "lm_percentile", "lm_batch_size", "lm_device", "lm_context_turns"),
                  extra="lm")
       for name, cls, desc in [
           ("lm_coherence", "LMCoherence", "context coherence c(r|q), causal LM, normalised (holistic eq. 2)"),
@@ -73,7 +84,6 @@ _SPECS: list[MetricSpec] = [
           ("lm_coherence_raw", "LMCoherenceRaw", "mean log P(response | query) per token (holistic eq. 1)"),
           ("lm_fluency_raw", "LMFluencyRaw", "mean log P(response) per token (holistic eq. 3)")]],
     *[MetricSpec(name, f"dialeval.metrics.amfm.metric:{cls}", "amfm", desc,
-                 options=COMMON_OPTIONS + ("amfm_model", "amfm_lambda", "am_dims", "am_refs", "fm_refs"),
                  extra="amfm")
       for name, cls, desc in [
           ("am", "AM", "AM-FM adequacy: LSI cosine, max over references (eq. 1); needs --amfm-model"),
@@ -93,7 +103,26 @@ def metric_spec(name: str) -> MetricSpec:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise DialevalError(f"unknown metric {name!r}; `dialeval metrics` lists them") from None
+        raise DialevalError(f"unknown metric {name!r}{closest_hint(name, REGISTRY)} "
+                            "(`dialeval metrics` lists them)") from None
+
+
+def all_options() -> dict[str, OptionSpec]:
+    """Every option any registered metric declares (the first declaration of a name wins)."""
+    found: dict[str, OptionSpec] = {}
+    for spec in REGISTRY.values():
+        try:
+            specs = spec.option_specs()
+        except DialevalError:  # a family whose extra is not installed declares nothing here
+            continue
+        for name, opt in specs.items():
+            found.setdefault(name, opt)
+    return found
+
+
+def check_metric_options(options: dict[str, Any]) -> None:
+    """Refuse option names that no registered metric declares, naming the closest valid one."""
+    check_options(options, all_options(), what="metric option")
 
 
 def build_metric(name: str, **options: Any) -> Metric:

@@ -11,7 +11,7 @@ and queries each sentence once.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
@@ -52,10 +52,21 @@ def fm_scores(lm, hyps: Sequence[str], refs: Sequence[Sequence[str]], refs_rule:
 
 
 class _AMFMBase(Metric):
+    """AM-FM's metrics over one trained model folder.
+
+    Options:
+        amfm_model: trained AM-FM folder (`dialeval train amfm`)
+        amfm_lambda: weight of AM in amfm (eq. 4; default 0.8, the paper's)
+        am_dims: LSI dimensions used by AM (default: the model's L)
+        am_refs: AM over several references (default max, the paper's)
+        fm_refs: FM over several references (default max, the paper's)
+    """
+
     native_tokenizer = TOKENIZATION
 
     def __init__(self, amfm_model: str | None = None, amfm_lambda: float = DEFAULT_LAMBDA,
-                 am_dims: int | None = None, am_refs: str = "max", fm_refs: str = "max",
+                 am_dims: int | None = None, am_refs: Literal["max", "mean", "centroid"] = "max",
+                 fm_refs: Literal["max", "mean"] = "max",
                  refs_mode: str = "multi", tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         if not amfm_model:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -121,13 +121,19 @@ class Encoded:
 
 
 class WordEmbeddingMetric(Metric):
-    """Shared machinery of the three nlg-eval embedding metrics."""
+    """Shared machinery of the three nlg-eval embedding metrics.
+
+    Options:
+        word_vectors: GloVe / word2vec (text or binary) / fastText .vec file, or a trained vectors
+            folder (default: the built default vectors)
+        vector_case: look words up as they are (keep, nlg-eval's rule) or lowercased (lower)
+    """
 
     native_tokenizer = NLTK_WORD
     kind = ""
 
     def __init__(self, refs_mode: str = "multi", tokenizer: str | None = None,
-                 word_vectors: str | os.PathLike | None = None, vector_case: str = "keep"):
+                 word_vectors: str | os.PathLike | None = None, vector_case: Literal["keep", "lower"] = "keep"):
         super().__init__(refs_mode=refs_mode, tokenizer=tokenizer)
         if vector_case not in VECTOR_CASES:
             raise DialevalError(f"unknown vector case {vector_case!r}; choose from {', '.join(VECTOR_CASES)}")

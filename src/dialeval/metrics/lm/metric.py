@@ -28,6 +28,16 @@ def normalise(raw: np.ndarray, bound: float) -> np.ndarray:
 
 
 class LMScore(Metric):
+    """Causal-LM coherence and fluency (holistic paper eq. 1-4).
+
+    Options:
+        lm_model: causal-LM checkpoint folder (`dialeval train lm`)
+        lm_percentile: percentile of the stored reference scores used as the lower bound (default 5)
+        lm_batch_size: sequences per forward pass (default 32)
+        lm_device: torch device (default cpu)
+        lm_context_turns: context turns that form the query for lm_coherence (default 1, the paper's)
+    """
+
     needs_references = False
     native_tokenizer = "lm"
     kind = "coherence"

@@ -104,7 +104,14 @@ def _score_pairs(sentences, todo, workers: int | None) -> list[tuple[float, list
 
 
 class Meteor(Metric):
-    """METEOR 1.5 (Denkowski & Lavie 2014), English, rank task, exact/stem/synonym/paraphrase."""
+    """METEOR 1.5 (Denkowski & Lavie 2014), English, rank task, exact/stem/synonym/paraphrase.
+
+    Options:
+        meteor_resources: folder holding METEOR 1.5's meteor-1.5.jar and data/paraphrase-en.gz
+            (default: $DIALEVAL_METEOR_RESOURCES, else the installed pycocoevalcap)
+        meteor_workers: processes that align METEOR pairs (default: 2 where the machine has 2
+            cores and the set has at least 5,000 pairs, else 1)
+    """
 
     name = "meteor"
     description = "METEOR 1.5 as pycocoevalcap runs the jar (-l en -norm), without Java"

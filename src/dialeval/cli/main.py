@@ -11,22 +11,22 @@ import json
 import sys
 from typing import Sequence
 
-from .errors import DialevalError
-from .version import __version__
+from dialeval.errors import DialevalError
+from dialeval.version import __version__
+from .options import add_scoring_flags, metric_options
 
 DEFAULT_METRICS = "bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d,cider"
 
-# Modules that extend the command line. Each may define `add_score_arguments(parser)` (options
-# for `dialeval score`, passed to the metrics that accept them by their `dest` name),
-# `add_commands(subparsers)` (new sub-commands) and/or `add_train_commands(subparsers)`
-# (`dialeval train WHAT ...`). They must import nothing heavy at top level.
+# Modules that add command groups. Each may define `add_commands(subparsers)` (new
+# sub-commands) and/or `add_train_commands(subparsers)` (`dialeval train WHAT ...`). Metric
+# options need no module: their flags are generated from the metrics' constructors
+# (`cli/options.py`). Modules must import nothing heavy at top level.
 CLI_EXTENSIONS: list[str] = [
-    "dialeval.meta.cli",
-    "dialeval.metrics.overlap.meteor.cli",
-    "dialeval.metrics.embedding.cli",
-    "dialeval.metrics.lm.cli",
-    "dialeval.augment.cli",
-    "dialeval.metrics.amfm.cli",
+    "dialeval.cli.meta",
+    "dialeval.cli.embedding",
+    "dialeval.cli.lm",
+    "dialeval.cli.augment",
+    "dialeval.cli.amfm",
 ]
 
 
@@ -39,7 +39,7 @@ def _split_metrics(text: str) -> list[str]:
 
 def load_input(args) -> list:
     """Samples from INPUT or from --hyp/--ref parallel files."""
-    from .data.readers import read_parallel, read_samples
+    from dialeval.data.readers import read_parallel, read_samples
 
     if args.hyp:
         if args.input:
@@ -57,16 +57,9 @@ def load_input(args) -> list:
     return samples
 
 
-def metric_options(args) -> dict:
-    """Options for metrics, from whichever arguments families added to `score`."""
-    skip = {"command", "func", "input", "hyp", "ref", "system", "format", "metrics", "output",
-            "json", "table_format", "refs_mode", "tokenize", "report", "what"}
-    return {k: v for k, v in vars(args).items() if k not in skip and v is not None}
-
-
 def system_table(result, table_format: str = "plain") -> str:
     """Per-system corpus values (and an `(all)` row when there are several systems)."""
-    from .data.writers import format_table
+    from dialeval.data.writers import format_table
 
     header = ["system", "n"] + result.metrics
     counts: dict[str, int] = {}
@@ -81,8 +74,8 @@ def system_table(result, table_format: str = "plain") -> str:
 
 
 def cmd_score(args) -> int:
-    from .data.writers import atomic_write, write_json, write_jsonl
-    from .scoring import score
+    from dialeval.data.writers import atomic_write, write_json, write_jsonl
+    from dialeval.scoring import score
 
     samples = load_input(args)
     result = score(samples, _split_metrics(args.metrics), refs_mode=args.refs_mode,
@@ -107,9 +100,9 @@ def cmd_score(args) -> int:
 
 
 def cmd_metrics(args) -> int:
-    from .metrics.registry import list_metrics
-    from .metrics.base import REFS_MODES
-    from .text.tokenizers import list_tokenizers
+    from dialeval.metrics.registry import list_metrics
+    from dialeval.metrics.base import REFS_MODES
+    from dialeval.text.tokenizers import list_tokenizers
 
     specs = list_metrics()
     if args.json:
@@ -136,14 +129,11 @@ def add_score_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--ref", action="append", help="reference file, line-aligned with --hyp (repeatable)")
     p.add_argument("--system", action="append", help="system name (one per --hyp; default: file stem)")
     p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma-separated (default: {DEFAULT_METRICS})")
-    p.add_argument("--refs-mode", default="multi", choices=["multi", "max", "mean"],
-                   help="how several references combine (default: multi, the original rule)")
-    p.add_argument("--tokenize", default=None,
-                   help="tokenizer for every metric (default: each metric's original)")
     p.add_argument("-o", "--output", help="per-sample JSONL output")
     p.add_argument("--json", action="store_true", help="print one JSON summary instead of a table")
     p.add_argument("--report", help="also write the aggregate report: .json, or a markdown table otherwise")
     p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    add_scoring_flags(p)
     p.set_defaults(func=cmd_score)
     return p
 
@@ -154,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dialeval", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"dialeval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    score_parser = add_score_parser(sub)
+    add_score_parser(sub)
     p = sub.add_parser("metrics", help="list metrics and their options")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_metrics)
@@ -162,8 +152,6 @@ def build_parser() -> argparse.ArgumentParser:
     train_sub = train.add_subparsers(dest="what", required=True)
     for name in CLI_EXTENSIONS:
         module = importlib.import_module(name)
-        if hasattr(module, "add_score_arguments"):
-            module.add_score_arguments(score_parser)
         if hasattr(module, "add_commands"):
             module.add_commands(sub)
         if hasattr(module, "add_train_commands"):
@@ -189,5 +177,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())

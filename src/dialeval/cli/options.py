@@ -1,0 +1,67 @@
+"""Metric options as command-line flags, generated from the metrics' constructors.
+
+Every option any registered metric declares (`dialeval.options`) becomes one `--flag` in one
+group per family, on every command that scores (`score`, `evaluate`, `fit`), so the commands
+take the same options and a new metric's options appear without touching the CLI. The flags
+default to None: a metric not given an option keeps its own default.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from dialeval.errors import DialevalError
+
+# options with a dedicated, hand-written flag on every scoring command
+SHARED = ("refs_mode", "tokenizer")
+
+
+def add_metric_flags(parser: argparse.ArgumentParser) -> list[str]:
+    """Add the generated flags; returns their `dest` names (what `metric_options` collects)."""
+    from dialeval.metrics.registry import REGISTRY
+
+    seen: dict[str, str] = {}
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for spec in REGISTRY.values():
+        try:
+            options = spec.option_specs()
+        except DialevalError:  # a family whose dependencies are missing adds no flags
+            continue
+        for name, opt in options.items():
+            if name in SHARED or name in seen:
+                continue
+            seen[name] = spec.family
+            group = groups.get(spec.family)
+            if group is None:
+                group = groups[spec.family] = parser.add_argument_group(f"{spec.family} metric options")
+            kwargs: dict = {"dest": name, "default": None,
+                            "help": (opt.help or name.replace("_", " ")) +
+                                    ("" if opt.default is None or "default" in opt.help
+                                     else f" (default: {opt.default})")}
+            if opt.type is bool:
+                kwargs["action"] = argparse.BooleanOptionalAction
+            else:
+                kwargs["type"] = opt.type
+                kwargs["metavar"] = name.split("_")[-1].upper() if opt.choices is None else None
+                if opt.choices is not None:
+                    kwargs["choices"] = list(opt.choices)
+                    del kwargs["metavar"]
+            group.add_argument(opt.flag, **kwargs)
+    return list(seen)
+
+
+def add_scoring_flags(parser: argparse.ArgumentParser) -> None:
+    """--refs-mode, --tokenize and every generated metric flag."""
+    from dialeval.metrics.base import REFS_MODES
+
+    parser.add_argument("--refs-mode", default="multi", choices=list(REFS_MODES),
+                        help="how several references combine (default: multi, the original rule)")
+    parser.add_argument("--tokenize", default=None,
+                        help="tokenizer for every metric (default: each metric's original)")
+    parser.set_defaults(_metric_flags=add_metric_flags(parser))
+
+
+def metric_options(args: argparse.Namespace) -> dict:
+    """The generated flags the user gave (None = not given)."""
+    return {name: getattr(args, name) for name in getattr(args, "_metric_flags", [])
+            if getattr(args, name, None) is not None}

@@ -1,0 +1,118 @@
+"""The one shape every trainable thing in dialeval has, after scikit-learn's estimators.
+
+- Hyper-parameters are the constructor's keyword arguments, stored under the same names and
+  never changed by `__init__` (which does no work), so `get_params()` can read them back from
+  the signature and `config.json` can rebuild the estimator.
+- `fit(...)` learns and returns `self`; what it learns lives in attributes whose names end in
+  `_` (`M_`, `pca_mean_`, `weights_`), so "is it fitted?" is a question about those names.
+- `save(dir)` writes an artifact folder through the store (config.json with the parameters and
+  the small learned values, arrays.npz or extra files for the large ones, manifest.json with
+  sha256 of every file); `load(dir)` verifies the manifest and the kind before reading anything.
+  Nothing is pickled.
+
+A subclass says how its learned state maps to files by overriding `_state()` (JSON-able values
+and arrays) and `_set_state()`; files written by a library (safetensors, a tokenizer) go
+through `_extra_files()`/`_load_files()`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+
+from ..errors import DialevalError
+from .store import load_artifact, save_artifact
+
+
+class Estimator:
+    """Base class; subclasses set `kind` (the artifact kind written to the manifest)."""
+
+    kind: ClassVar[str] = ""
+
+    # -- parameters --------------------------------------------------------------------------
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values()
+                if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+    def get_params(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> "Estimator":
+        valid = set(self._param_names())
+        for name, value in params.items():
+            if name not in valid:
+                from ..options import closest_hint
+
+                raise DialevalError(f"{type(self).__name__} has no parameter {name!r}{closest_hint(name, valid)}")
+            setattr(self, name, value)
+        return self
+
+    # -- fitted state ------------------------------------------------------------------------
+    def fitted_attributes(self) -> list[str]:
+        return sorted(k for k in vars(self) if k.endswith("_") and not k.startswith("_"))
+
+    def is_fitted(self) -> bool:
+        return bool(self.fitted_attributes())
+
+    def check_fitted(self) -> None:
+        if not self.is_fitted():
+            raise DialevalError(f"{type(self).__name__} is not fitted: call fit() or load() a trained folder")
+
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """(JSON-able learned values, arrays) of the fitted state; default: every `*_` attribute,
+        arrays to the npz and the rest to config.json."""
+        values: dict[str, Any] = {}
+        arrays: dict[str, np.ndarray] = {}
+        for name in self.fitted_attributes():
+            value = getattr(self, name)
+            if isinstance(value, np.ndarray):
+                arrays[name] = value
+            else:
+                values[name] = value
+        return values, arrays
+
+    def _set_state(self, values: Mapping[str, Any], arrays: Mapping[str, np.ndarray], directory: str) -> None:
+        for name, value in {**values, **arrays}.items():
+            setattr(self, name, value)
+
+    def _extra_files(self) -> dict[str, str]:
+        """Files to copy into the artifact (name in the folder -> source path)."""
+        return {}
+
+    # -- persistence -------------------------------------------------------------------------
+    def save(self, directory: str | os.PathLike) -> str:
+        self.check_fitted()
+        values, arrays = self._state()
+        config = {"estimator": type(self).__name__, "params": _jsonable(self.get_params()),
+                  "state": _jsonable(values)}
+        return save_artifact(directory, self.kind, config, arrays=arrays, files=self._extra_files())
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> "Estimator":
+        config, arrays, folder = load_artifact(directory, cls.kind)
+        params = config.get("params")
+        if not isinstance(params, dict):
+            raise DialevalError(f"{folder}/config.json: no 'params' table; not a {cls.kind} artifact")
+        known = set(cls._param_names())
+        est = cls(**{k: v for k, v in params.items() if k in known})
+        est._set_state(config.get("state") or {}, arrays, folder)
+        return est
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
