@@ -3,6 +3,11 @@ one-to-one alignment, then the 23 sufficient statistics of a (hypothesis, refere
 
 Behaviour reproduced from the jar because the numbers depend on it:
 
+- words are compared the way the jar compares them: by Java `String.hashCode()` in the exact
+  stage, the stem stage (hash of the stems) and the "identical words" tests of the stem and
+  synonym stages and of the whole sentence (so `do` and `f1`, both 3211, are an exact match);
+  synonym and paraphrase look-ups use the strings themselves. `Sentence.keys`/`stem_keys` hold
+  whatever is compared: the hashes by default, the strings with `meteor_compare="strings"`;
 - every stage adds its candidates to one list per reference position (exact, then stem, then
   synonym, then paraphrase); stem and synonym candidates skip pairs of identical words, but a
   pair can be both a stem and a synonym candidate; identical sentences use the exact stage only;
@@ -30,6 +35,8 @@ class Sentence:
     words: tuple[str, ...]
     function: list[bool]
     stems: list[str]
+    keys: tuple            # what the exact stage compares (Java hash codes, or the words)
+    stem_keys: tuple       # what the stem stage compares (hash codes of the stems, or stems)
     synsets: list[frozenset[int]]
     paraphrases: dict[int, list[tuple[int, int, int, int]]]  # see ParaphraseTable.analyse
     ngrams: dict[int, list[int]]
@@ -42,9 +49,9 @@ class Sentence:
             words: dict[str, list[int]] = {}
             stems: dict[str, list[int]] = {}
             syns: dict[int, list[int]] = {}
-            for i, w in enumerate(self.words):
+            for i, w in enumerate(self.keys):
                 words.setdefault(w, []).append(i)
-            for i, st in enumerate(self.stems):
+            for i, st in enumerate(self.stem_keys):
                 stems.setdefault(st, []).append(i)
             for i, sets in enumerate(self.synsets):
                 for x in sets:
@@ -61,7 +68,7 @@ def candidates(h: Sentence, r: Sentence) -> list[list[tuple]]:
     search's match count (the jar sums `length * weight` into an int per side, weights 1 for
     exact and .5 otherwise, so a one-word non-exact match adds nothing).
     """
-    w1, w2 = h.words, r.words
+    w1, w2 = h.keys, r.keys
     n2 = len(w2)
     out: list[list[tuple]] = [[] for _ in range(n2)]
 
@@ -78,7 +85,7 @@ def candidates(h: Sentence, r: Sentence) -> list[list[tuple]]:
         return out
     for j in range(n2):
         wj = w2[j]
-        for i in stem_pos.get(r.stems[j], ()):
+        for i in stem_pos.get(r.stem_keys[j], ()):
             if w1[i] != wj:
                 add(j, 1, i, 1, 1)
     hyp_synsets = syn_pos.keys()

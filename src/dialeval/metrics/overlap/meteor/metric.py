@@ -8,12 +8,13 @@ corpus score is a function of column sums and rows merge like every other metric
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ...base import Batch, Metric
 from .align import Sentence, pair_stats
+from .javahash import java_hash
 from .normalize import Normalizer, wrapper_fields
 from .stemmer import stem
 
@@ -111,6 +112,10 @@ class Meteor(Metric):
             (default: $DIALEVAL_METEOR_RESOURCES, else the installed pycocoevalcap)
         meteor_workers: processes that align METEOR pairs (default: 2 where the machine has 2
             cores and the set has at least 5,000 pairs, else 1)
+        meteor_compare: how the exact and stem stages compare words: "hash" (default) as the
+            jar does, by Java String.hashCode(), so words with equal hash codes ("do" and "f1")
+            match; "strings" compares the words themselves (collision-free, not the jar's
+            numbers; the signature says compare:strings)
     """
 
     name = "meteor"
@@ -119,15 +124,20 @@ class Meteor(Metric):
     corpus_from_summed_stats = True
 
     def __init__(self, refs_mode: str = "multi", tokenizer: str | None = None,
-                 meteor_resources: str | None = None, meteor_workers: int | None = None):
+                 meteor_resources: str | None = None, meteor_workers: int | None = None,
+                 meteor_compare: Literal["hash", "strings"] = "hash"):
         # METEOR always tokenises with its own normaliser; the signature says so
         super().__init__(refs_mode=refs_mode, tokenizer=None)
+        if meteor_compare not in ("hash", "strings"):
+            from ....errors import DialevalError
+            raise DialevalError(f"meteor_compare must be 'hash' or 'strings', not {meteor_compare!r}")
         self.meteor_resources = meteor_resources
         self.meteor_workers = meteor_workers
+        self.meteor_compare = meteor_compare
 
     def signature_options(self) -> list[tuple[str, Any]]:
         return [("lang", "en"), ("norm", "yes"), ("task", "rank"), ("modules", "exact+stem+synonym+paraphrase"),
-                ("meteor", "1.5")]
+                ("compare", self.meteor_compare), ("meteor", "1.5")]
 
     # -- statistics ---------------------------------------------------------------------------
     def multi_stats(self, batch: Batch) -> np.ndarray:
@@ -168,6 +178,17 @@ class Meteor(Metric):
         pair_idx = np.array([(number[words[a]], number[words[b]]) for a, b in pairs], dtype=np.int64)
         analysed = para.analyse([para.ids(w) for w in uniq], pair_idx)
         stems: dict[str, str] = {}
+        hashes: dict[str, int] = {}
+        by_hash = self.meteor_compare == "hash"
+
+        def key(text: str):
+            if not by_hash:
+                return text
+            h = hashes.get(text)
+            if h is None:
+                h = hashes[text] = java_hash(text)
+            return h
+
         fw = res.function_words
         syn = res.synonyms.all_synsets
         sentences: list[Sentence] = []
@@ -179,6 +200,7 @@ class Meteor(Metric):
                     s = stems[tok] = stem(tok)
                 st.append(s)
             sentences.append(Sentence(words=w, function=[t in fw for t in w], stems=st,
+                                      keys=tuple(key(t) for t in w), stem_keys=tuple(key(t) for t in st),
                                       synsets=[syn(t) for t in w], paraphrases=paraphrases,
                                       ngrams=ngrams))
         return {t: number[words[t]] for t in texts}, sentences
