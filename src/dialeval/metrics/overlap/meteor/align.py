@@ -23,7 +23,6 @@ Behaviour reproduced from the jar because the numbers depend on it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import itemgetter
 
 BEAM = 40
 
@@ -63,31 +62,28 @@ class Sentence:
 def candidates(h: Sentence, r: Sentence) -> list[list[tuple]]:
     """Per reference position, the candidate matches in the jar's order.
 
-    A match is (start, length, match_start, match_length, module, hyp_mask, ref_mask, gain):
-    reference span, hypothesis span, stage, the spans as bit masks, and what it adds to the
-    search's match count (the jar sums `length * weight` into an int per side, weights 1 for
-    exact and .5 otherwise, so a one-word non-exact match adds nothing).
+    A match is (start, length, match_start, match_length, module, gain): reference span,
+    hypothesis span, stage, and what it adds to the search's match count (the jar sums
+    `length * weight` into an int per side, weights 1 for exact and .5 otherwise, so a one-word
+    non-exact match adds nothing). Plain tuples of small ints: a long repetitive hypothesis
+    has one candidate per word at every reference position that matches it.
     """
     w1, w2 = h.keys, r.keys
     n2 = len(w2)
     out: list[list[tuple]] = [[] for _ in range(n2)]
 
-    def add(j: int, length: int, i: int, mlength: int, module: int) -> None:
-        gain = length + mlength if module == 0 else length // 2 + mlength // 2
-        out[j].append((j, length, i, mlength, module,
-                       ((1 << mlength) - 1) << i, ((1 << length) - 1) << j, gain))
-
     word_pos, stem_pos, syn_pos = h.positions()
     for j in range(n2):
-        for i in word_pos.get(w2[j], ()):
-            add(j, 1, i, 1, 0)
+        found = word_pos.get(w2[j])
+        if found:
+            out[j].extend([(j, 1, i, 1, 0, 2) for i in found])
     if w1 == w2:
         return out
     for j in range(n2):
         wj = w2[j]
         for i in stem_pos.get(r.stem_keys[j], ()):
             if w1[i] != wj:
-                add(j, 1, i, 1, 1)
+                out[j].append((j, 1, i, 1, 1, 0))
     hyp_synsets = syn_pos.keys()
     for j in range(n2):
         sets = r.synsets[j]
@@ -99,7 +95,7 @@ def candidates(h: Sentence, r: Sentence) -> list[list[tuple]]:
             found.update(syn_pos[s])
         for i in sorted(found):
             if w1[i] != wj:
-                add(j, 1, i, 1, 2)
+                out[j].append((j, 1, i, 1, 2, 0))
     # paraphrases of reference phrases found in the hypothesis: per position, the jar's
     # transducer order (phrase length, table entry), then hypothesis position
     hits = []
@@ -110,7 +106,7 @@ def candidates(h: Sentence, r: Sentence) -> list[list[tuple]]:
                 hits.append((j, length, entry, i, plength))
     hits.sort()
     for j, length, _, i, plength in hits:
-        add(j, length, i, plength, 3)
+        out[j].append((j, length, i, plength, 3, length // 2 + plength // 2))
     # paraphrases of hypothesis phrases found in the reference: hypothesis position first
     hits = []
     for key in h.paraphrases.keys() & r.ngrams.keys():
@@ -120,7 +116,7 @@ def candidates(h: Sentence, r: Sentence) -> list[list[tuple]]:
                 hits.append((j, i, length, entry, plength))
     hits.sort()
     for j, i, length, _, plength in hits:
-        add(j, plength, i, length, 3)
+        out[j].append((j, plength, i, length, 3, plength // 2 + length // 2))
     return out
 
 
@@ -132,106 +128,132 @@ def align(h: Sentence, r: Sentence) -> list[tuple]:
     cov2 = [0] * n2
     for lst in cands:
         for m in lst:
-            for k in range(m[3]):
-                cov1[m[2] + k] += 1
+            if m[3] == 1:
+                cov1[m[2]] += 1
+            else:
+                for k in range(m[3]):
+                    cov1[m[2] + k] += 1
             for k in range(m[1]):
                 cov2[m[0] + k] += 1
     fixed: list[tuple | None] = [None] * n2
-    used1 = used2 = 0
+    used1 = bytearray(n1)
+    used2 = bytearray(n2)
     open_choices = False
     for j, lst in enumerate(cands):
         if len(lst) == 1:
             m = lst[0]
             if all(cov2[j + k] == 1 for k in range(m[1])) and all(cov1[m[2] + k] == 1 for k in range(m[3])):
                 fixed[j] = m
-                used1 |= m[5]
-                used2 |= m[6]
+                used1[m[2]:m[2] + m[3]] = b"\x01" * m[3]
+                used2[m[0]:m[0] + m[1]] = b"\x01" * m[1]
                 continue
         if lst:
             open_choices = True
     if not open_choices:
         return [m for m in fixed if m is not None]
-    best = _search(cands, fixed, used1, used2, n2)
-    return best
+    return _search(cands, fixed, used1, used2, n2)
 
 
-_MSUM = 1 << 40
-_CHUNK = 1 << 20
+# The jar ranks partial alignments by more matched words, then fewer chunks, then smaller
+# distance; one Python int packs the three with room to spare (distances of a 100,000-word
+# pair still fit in the low field), so comparisons are single integer comparisons.
+_CHUNK = 1 << 64
+_MSUM = 1 << 128
+
+
+def _fixed_step(path: list, m: tuple) -> None:
+    """A fixed match starts at the current position: add it to the path in place."""
+    rank = path[0] - _MSUM * m[5] + abs(m[0] - m[2])
+    if path[2] != -1 and m[2] != path[2]:
+        rank += _CHUNK
+    path[0] = rank
+    path[1] = m[0] + m[1]
+    path[2] = m[2] + m[3]
 
 
 def _search(cands, fixed, used1, used2, n2):
     """Beam search over the open candidates, left to right over the reference.
 
-    A path is [rank, idx, last_end, used1, used2, chosen]: `rank` packs the jar's comparator
-    (more weighted matches, then fewer chunks, then smaller distance) into one integer,
-    `idx` is the end of the path's last match (the jar's cursor is max(idx, current): it
-    moves one position per skip, so it is only ahead of `current` inside a match),
-    `used1/used2` are bit masks of used words, `chosen` a linked list (match, rest).
-    Positions without open candidates update the paths in place: each path then yields
-    exactly itself, so the jar's new list has the same order.
+    A path is [rank, idx, last_end, used1, used2, chosen]: `rank` packs the jar's comparator,
+    `idx` is the end of the path's last match (the jar's cursor is max(idx, current): it moves
+    one position per skip, so it is only ahead of `current` inside a match), `used1/used2` are
+    bytearrays of used words, `chosen` a linked list (match, rest).
+
+    At a position with candidates the jar builds every extension of every path, sorts them
+    (stably: new branches in candidate order, then the skip branch) and keeps the best 40.
+    Here each extension is first only ranked; an extension is built (its used-word arrays
+    copied) only when it enters the best 40 seen so far, kept in a heap ordered by (rank,
+    arrival). The result is the jar's, and memory stays at 40 paths whatever the number of
+    candidates (a 20,000-word repetitive hypothesis has 20,000 at a matching position).
+    Positions without candidates update the paths in place: each path then yields exactly
+    itself, so the order is unchanged.
     """
-    rank0 = itemgetter(0)
     paths = [[0, 0, -1, used1, used2, None]]
     for current in range(n2):
         if len(paths) > 1:
-            paths.sort(key=rank0)
+            paths.sort(key=_rank_of)
             if len(paths) > BEAM:
                 del paths[BEAM:]
-        bit = 1 << current
         options = cands[current]
         if not options:
             for path in paths:
-                if path[4] & bit:
+                if path[4][current]:
                     if current >= path[1]:          # a fixed match starts here
-                        m = fixed[current]
-                        rank = path[0] - _MSUM * m[7] + abs(m[0] - m[2])
-                        if path[2] != -1 and m[2] != path[2]:
-                            rank += _CHUNK
-                        path[0] = rank
-                        path[1] = m[0] + m[1]
-                        path[2] = m[2] + m[3]
+                        _fixed_step(path, fixed[current])
                 elif path[2] != -1:                  # skip: close the open chunk
                     path[0] += _CHUNK
                     path[2] = -1
             continue
-        opts = [(m[5], m[6], _MSUM * m[7], m[2], m[0] + m[1], m[2] + m[3], abs(m[0] - m[2]), m)
-                for m in options]
-        nxt = []
-        append = nxt.append
+        # best BEAM offers as a max-heap on (rank, arrival): entries (-rank, -arrival, offer)
+        heap: list = []
+        worst = None                                 # rank of heap[0] once the heap is full
+        arrival = 0
         for path in paths:
-            if path[4] & bit:
+            if path[4][current]:
                 if current >= path[1]:
-                    m = fixed[current]
-                    rank = path[0] - _MSUM * m[7] + abs(m[0] - m[2])
-                    if path[2] != -1 and m[2] != path[2]:
-                        rank += _CHUNK
-                    path[0] = rank
-                    path[1] = m[0] + m[1]
-                    path[2] = m[2] + m[3]
-                append(path)
+                    _fixed_step(path, fixed[current])
+                arrival += 1
+                if worst is None or path[0] < worst:
+                    _offer(heap, (-path[0], -arrival, path, None))
+                    worst = -heap[0][0] if len(heap) == BEAM else None
                 continue
             rank, last, u1, u2 = path[0], path[2], path[3], path[4]
-            for mask1, mask2, gain, start1, end2, end1, dist, m in opts:
-                if u1 & mask1 or u2 & mask2:
+            for m in options:
+                s1, l1, s2, l2 = m[2], m[3], m[0], m[1]
+                if l1 == 1:
+                    if u1[s1]:
+                        continue
+                elif any(u1[s1:s1 + l1]):
                     continue
-                if last != -1 and start1 != last:
-                    append([rank - gain + _CHUNK, end2, end1, u1 | mask1, u2 | mask2, (m, path[5])])
-                else:
-                    append([rank - gain, end2, end1, u1 | mask1, u2 | mask2, (m, path[5])])
-                rank += dist                     # the jar adds the distance to the parent
+                if l2 == 1:
+                    if u2[s2]:
+                        continue
+                elif any(u2[s2:s2 + l2]):
+                    continue
+                child = rank - _MSUM * m[5]
+                if last != -1 and s1 != last:
+                    child += _CHUNK
+                arrival += 1
+                if worst is None or child < worst:
+                    _offer(heap, (-child, -arrival, path, m))
+                    worst = -heap[0][0] if len(heap) == BEAM else None
+                rank += abs(s2 - s1)                 # the jar adds the distance to the parent
             if last != -1:
                 rank += _CHUNK
-                path[2] = -1
-            path[0] = rank
-            append(path)
-        paths = nxt
+            arrival += 1
+            if worst is None or rank < worst:
+                # the skip branch: the parent itself, with its new rank and its chunk closed
+                _offer(heap, (-rank, -arrival, path, _SKIP))
+                worst = -heap[0][0] if len(heap) == BEAM else None
+        heap.sort(reverse=True)                      # best rank first, earlier arrival first
+        paths = [_build(-neg_rank, parent, m) for neg_rank, _, parent, m in heap]
     if len(paths) > 1:
-        paths.sort(key=rank0)
+        paths.sort(key=_rank_of)
         del paths[BEAM:]
         for path in paths:
             if path[2] != -1:
                 path[0] += _CHUNK
-        paths.sort(key=rank0)
+        paths.sort(key=_rank_of)
     best = paths[0]
     chosen = [m for m in fixed if m is not None]
     link = best[5]
@@ -240,6 +262,37 @@ def _search(cands, fixed, used1, used2, n2):
         link = link[1]
     chosen.sort(key=lambda m: m[0])
     return chosen
+
+
+_SKIP = ()
+
+
+def _rank_of(path: list) -> int:
+    return path[0]
+
+
+def _offer(heap: list, item: tuple) -> None:
+    import heapq
+
+    if len(heap) < BEAM:
+        heapq.heappush(heap, item)
+    else:
+        heapq.heapreplace(heap, item)
+
+
+def _build(rank: int, parent: list, m: tuple | None) -> list:
+    """The path an accepted offer stands for: the parent as it is (in-place step), the parent
+    with its chunk closed (skip), or a copy extended by match `m`."""
+    if m is None:
+        return parent
+    if m is _SKIP:
+        return [rank, parent[1], -1, parent[3], parent[4], parent[5]]
+    s1, l1, s2, l2 = m[2], m[3], m[0], m[1]
+    u1 = bytearray(parent[3])
+    u2 = bytearray(parent[4])
+    u1[s1:s1 + l1] = b"\x01" * l1
+    u2[s2:s2 + l2] = b"\x01" * l2
+    return [rank, s2 + l2, s1 + l1, u1, u2, (m, parent[5])]
 
 
 def pair_stats(h: Sentence, r: Sentence) -> list[float]:
