@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -172,45 +173,81 @@ def phrase_keys(ids: np.ndarray, off: np.ndarray) -> np.ndarray:
     return keys
 
 
+_STRAY_SPACE = ("\t", "\r", "\f", "  ", "\n ", " \n", "\n\n")
+
+
+def _side_tokens(lines: list[str], vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids and token counts of phrase lines, as the jar's StringTokenizer splits them.
+
+    Table lines are words separated by single spaces; then one C-level split of all lines
+    joined gives the tokens, and counting spaces gives the lengths. Lines with other
+    whitespace (tabs, runs, leading or trailing spaces, empty lines) go through the general
+    tokeniser.
+    """
+    if not lines:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
+    joined = "\n".join(lines)
+    if lines[0] and lines[-1] and not (joined[0] == " " or joined[-1] == " ") \
+            and not any(x in joined for x in _STRAY_SPACE):
+        tokens = joined.replace("\n", " ").split(" ")
+        lengths = np.fromiter(map(str.count, lines, itertools.repeat(" ")), dtype=np.int32, count=len(lines)) + 1
+    else:
+        split = [java_tokens(line) for line in lines]
+        tokens = list(itertools.chain.from_iterable(split))
+        lengths = np.fromiter(map(len, split), dtype=np.int32, count=len(split))
+    for word in dict.fromkeys(tokens):     # Python-level work once per distinct word
+        if word not in vocab:
+            vocab[word] = len(vocab)
+    ids = np.fromiter(map(vocab.__getitem__, tokens), dtype=np.int32, count=len(tokens))
+    return ids, lengths
+
+
 def _parse_paraphrases(path: Path) -> tuple[list[str], dict[str, np.ndarray]]:
-    """(vocabulary, arrays) of the table: entries are (probability, phrase, paraphrase) lines."""
+    """(vocabulary, arrays) of the table: entries are (probability, phrase, paraphrase) lines.
+
+    The 270 MB of text are read in blocks of whole lines; each block's phrase lines and
+    paraphrase lines are tokenised in bulk (`_side_tokens`). Word ids are only compared for
+    equality, so the order in which words get them does not matter.
+    """
     vocab: dict[str, int] = {}
-    sides: list[list[np.ndarray]] = [[], []]
+    ids: list[list[np.ndarray]] = [[], []]
     lens: list[list[np.ndarray]] = [[], []]
-    buf_ids: list[list[int]] = [[], []]
-    buf_len: list[list[int]] = [[], []]
-    setdefault = vocab.setdefault
-
-    def flush() -> None:
-        for s in (0, 1):
-            sides[s].append(np.asarray(buf_ids[s], dtype=np.int32))
-            lens[s].append(np.asarray(buf_len[s], dtype=np.int32))
-            buf_ids[s].clear()
-            buf_len[s].clear()
-
-    with gzip.open(path, "rt", encoding="utf-8", newline="\n") as handle:
-        line_no = 0
-        for line in handle:
-            role = line_no % 3
-            line_no += 1
-            if role == 0:
-                continue
-            words = java_tokens(line)
-            ids = [setdefault(w, len(vocab)) for w in words]
-            buf_ids[role - 1].extend(ids)
-            buf_len[role - 1].append(len(ids))
-            if role == 2 and len(buf_len[1]) >= 500_000:
-                flush()
+    line_no = 0
+    rest = b""
+    with gzip.open(path, "rb") as handle:
+        while True:
+            block = handle.read(1 << 25)
+            data = rest + block
+            if not block:
+                if not data:
+                    break
+                cut = len(data)
+            else:
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    rest = data
+                    continue
+            rest = data[cut:]
+            lines = data[:cut].decode("utf-8").split("\n")
+            if lines and lines[-1] == "" and block:
+                lines.pop()                       # the block ends with a line break
+            for side in (0, 1):
+                first = (side + 1 - line_no) % 3  # lines with role side+1 (0 is the probability)
+                got_ids, got_len = _side_tokens(lines[first::3], vocab)
+                ids[side].append(got_ids)
+                lens[side].append(got_len)
+            line_no += len(lines)
+            if not block:
+                break
     if line_no % 3:
         raise MeteorResourceError(f"{path}: truncated paraphrase table ({line_no} lines, not a multiple of 3)")
-    flush()
     arrays: dict[str, np.ndarray] = {}
     for s, name in ((0, "a"), (1, "b")):
         length = np.concatenate(lens[s])
         off = np.zeros(len(length) + 1, dtype=np.int64)
         np.cumsum(length, out=off[1:])
         arrays[f"para_{name}_off"] = off
-        arrays[f"para_{name}_ids"] = np.concatenate(sides[s])
+        arrays[f"para_{name}_ids"] = np.concatenate(ids[s])
     keys = phrase_keys(arrays["para_a_ids"], arrays["para_a_off"])
     order = np.argsort(keys, kind="stable").astype(np.int32)   # file order within a key
     arrays["para_b_keys"] = phrase_keys(arrays["para_b_ids"], arrays["para_b_off"])
