@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from dialeval.metrics.overlap.meteor import align
+from dialeval.metrics.overlap.meteor import align, beam
 from dialeval.metrics.overlap.meteor.align import BEAM, _CHUNK, _MSUM
 
 
@@ -69,22 +69,45 @@ def random_case(rng, n1, n2, density):
     return cands
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_bounded_search_equals_the_jars_rule(seed):
+def _compiled(*args):
+    if not beam.available():
+        pytest.skip("numba is not installed")
+    return align._search_compiled(*args)
+
+
+SEARCHES = {"python": align._search, "numba": _compiled}
+
+
+@pytest.mark.parametrize("kind", sorted(SEARCHES))
+@pytest.mark.parametrize("seed", range(24))
+def test_bounded_search_equals_the_jars_rule(seed, kind):
     rng = random.Random(seed)
     n1, n2 = rng.randrange(1, 60), rng.randrange(1, 25)
     cands = random_case(rng, n1, n2, rng.choice([0.05, 0.2, 0.6]))
     fixed = [None] * n2
     used1, used2 = bytearray(n1), bytearray(n2)
-    assert align._search(cands, fixed, bytearray(used1), bytearray(used2), n2) == \
+    # fixed matches, as `align` makes them: the only candidate at their position, on words no
+    # other candidate touches; they stay in the candidate list and are marked used
+    for j in rng.sample(range(n2), min(n2, rng.randrange(0, 4))):
+        i = rng.randrange(n1)
+        if used1[i] or used2[j]:
+            continue
+        for k in range(n2):
+            cands[k] = [m for m in cands[k] if not (m[2] <= i < m[2] + m[3] or m[0] <= j < m[0] + m[1])]
+        m = (j, 1, i, 1, 0, 2)
+        cands[j] = [m]
+        fixed[j] = m
+        used1[i] = used2[j] = 1
+    assert SEARCHES[kind](cands, fixed, bytearray(used1), bytearray(used2), n2) == \
         jar_rule_search(cands, fixed, used1, used2, n2)
 
 
-def test_repetitive_hypothesis_keeps_forty_paths():
+@pytest.mark.parametrize("kind", sorted(SEARCHES))
+def test_repetitive_hypothesis_keeps_forty_paths(kind):
     # 800 identical hypothesis words against a reference that has the word three times:
     # 800 candidates at three positions, 32,000 extensions at each, 40 built
     n1, n2 = 800, 6
     cands = [[(j, 1, i, 1, 0, 2) for i in range(n1)] if j in (1, 3, 4) else [] for j in range(n2)]
-    got = align._search(cands, [None] * n2, bytearray(n1), bytearray(n2), n2)
+    got = SEARCHES[kind](cands, [None] * n2, bytearray(n1), bytearray(n2), n2)
     assert got == jar_rule_search(cands, [None] * n2, bytearray(n1), bytearray(n2), n2)
     assert [(m[0], m[2]) for m in got] == [(1, 0), (3, 1), (4, 2)]

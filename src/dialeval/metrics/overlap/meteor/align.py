@@ -24,7 +24,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-BEAM = 40
+import numpy as np
+
+from . import beam
+
+BEAM = beam.BEAM
 
 
 @dataclass
@@ -151,7 +155,25 @@ def align(h: Sentence, r: Sentence) -> list[tuple]:
             open_choices = True
     if not open_choices:
         return [m for m in fixed if m is not None]
+    if beam.available():
+        return _search_compiled(cands, fixed, used1, used2, n2)
     return _search(cands, fixed, used1, used2, n2)
+
+
+def _search_compiled(cands, fixed, used1, used2, n2):
+    """The same search by the numba kernel (`beam`), on the candidates laid out flat."""
+    flat = [m for lst in cands for m in lst]
+    sizes = np.fromiter(map(len, cands), dtype=np.int64, count=n2)
+    off = np.zeros(n2 + 1, dtype=np.int64)
+    np.cumsum(sizes, out=off[1:])
+    rows = np.array(flat, dtype=np.int64).reshape(-1, 6)
+    fixed_row = np.where(np.fromiter((m is not None for m in fixed), dtype=bool, count=n2), off[:-1], -1)
+    chosen = beam.search(off, rows, fixed_row, np.frombuffer(bytes(used1), dtype=np.uint8),
+                         np.frombuffer(bytes(used2), dtype=np.uint8))
+    out = [m for m in fixed if m is not None]
+    out.extend(flat[k] for k in chosen.tolist())
+    out.sort(key=lambda m: m[0])
+    return out
 
 
 # The jar ranks partial alignments by more matched words, then fewer chunks, then smaller
