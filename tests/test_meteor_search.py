@@ -75,7 +75,11 @@ def _compiled(*args):
     return align._search_compiled(*args)
 
 
-SEARCHES = {"python": align._search, "numba": _compiled}
+def _small(cands, fixed, used1, used2, n2):
+    return align._search_small(cands, fixed, align.flags_to_bits(used1), align.flags_to_bits(used2), n2)
+
+
+SEARCHES = {"python": align._search, "numba": _compiled, "small": _small}
 
 
 @pytest.mark.parametrize("kind", sorted(SEARCHES))

@@ -140,24 +140,113 @@ def align(h: Sentence, r: Sentence) -> list[tuple]:
             for k in range(m[1]):
                 cov2[m[0] + k] += 1
     fixed: list[tuple | None] = [None] * n2
-    used1 = bytearray(n1)
-    used2 = bytearray(n2)
+    found = []
     open_choices = False
     for j, lst in enumerate(cands):
         if len(lst) == 1:
             m = lst[0]
             if all(cov2[j + k] == 1 for k in range(m[1])) and all(cov1[m[2] + k] == 1 for k in range(m[3])):
                 fixed[j] = m
-                used1[m[2]:m[2] + m[3]] = b"\x01" * m[3]
-                used2[m[0]:m[0] + m[1]] = b"\x01" * m[1]
+                found.append(m)
                 continue
         if lst:
             open_choices = True
     if not open_choices:
-        return [m for m in fixed if m is not None]
+        return found
+    if n1 <= SMALL and n2 <= SMALL:
+        used1 = used2 = 0
+        for m in found:
+            used1 |= ((1 << m[3]) - 1) << m[2]
+            used2 |= ((1 << m[1]) - 1) << m[0]
+        return _search_small(cands, fixed, used1, used2, n2)
+    used1 = bytearray(n1)
+    used2 = bytearray(n2)
+    for m in found:
+        used1[m[2]:m[2] + m[3]] = b"\x01" * m[3]
+        used2[m[0]:m[0] + m[1]] = b"\x01" * m[1]
     if beam.available():
         return _search_compiled(cands, fixed, used1, used2, n2)
     return _search(cands, fixed, used1, used2, n2)
+
+
+# Sentences up to this many words take `_search_small` (used words as int bit masks, every
+# extension built, as the jar does: at most 40 x 512 small objects per position). Longer ones
+# take the compiled search, or `_search`, which builds only the extensions that enter the beam.
+SMALL = 512
+
+
+def flags_to_bits(flags: bytearray) -> int:
+    """Used-word flags (one byte each) as an int bit mask (bit i = word i)."""
+    return sum(1 << i for i, f in enumerate(flags) if f)
+
+
+def _search_small(cands, fixed, used1, used2, n2):
+    """`_search` for short sentences: the jar's procedure directly (build every extension,
+    stable sort, keep 40), with used words as int bit masks; fastest when extensions are few.
+    Paths are [rank, idx, last_end, used1, used2, chosen] as in `_search`."""
+    paths = [[0, 0, -1, used1, used2, None]]
+    for current in range(n2):
+        if len(paths) > 1:
+            paths.sort(key=_rank_of)
+            if len(paths) > BEAM:
+                del paths[BEAM:]
+        bit = 1 << current
+        options = cands[current]
+        if not options:
+            for path in paths:
+                if path[4] & bit:
+                    if current >= path[1]:          # a fixed match starts here
+                        _fixed_step(path, fixed[current])
+                elif path[2] != -1:                  # skip: close the open chunk
+                    path[0] += _CHUNK
+                    path[2] = -1
+            continue
+        opts = [(((1 << m[3]) - 1) << m[2], ((1 << m[1]) - 1) << m[0], _MSUM * m[5], m[2], m[0] + m[1],
+                 m[2] + m[3], abs(m[0] - m[2]), m) for m in options]
+        nxt = []
+        append = nxt.append
+        for path in paths:
+            if path[4] & bit:
+                if current >= path[1]:
+                    _fixed_step(path, fixed[current])
+                append(path)
+                continue
+            rank, last, u1, u2 = path[0], path[2], path[3], path[4]
+            for mask1, mask2, gain, start1, end2, end1, dist, m in opts:
+                if u1 & mask1 or u2 & mask2:
+                    continue
+                if last != -1 and start1 != last:
+                    append([rank - gain + _CHUNK, end2, end1, u1 | mask1, u2 | mask2, (m, path[5])])
+                else:
+                    append([rank - gain, end2, end1, u1 | mask1, u2 | mask2, (m, path[5])])
+                rank += dist                     # the jar adds the distance to the parent
+            if last != -1:
+                rank += _CHUNK
+                path[2] = -1
+            path[0] = rank
+            append(path)
+        paths = nxt
+    return _best_of(paths, fixed)
+
+
+def _best_of(paths, fixed):
+    """The jar's last step: sort, keep 40, close open chunks, sort again; the best path's
+    matches with the fixed ones, by reference position."""
+    if len(paths) > 1:
+        paths.sort(key=_rank_of)
+        del paths[BEAM:]
+        for path in paths:
+            if path[2] != -1:
+                path[0] += _CHUNK
+        paths.sort(key=_rank_of)
+    best = paths[0]
+    chosen = [m for m in fixed if m is not None]
+    link = best[5]
+    while link is not None:
+        chosen.append(link[0])
+        link = link[1]
+    chosen.sort(key=lambda m: m[0])
+    return chosen
 
 
 def _search_compiled(cands, fixed, used1, used2, n2):
@@ -269,21 +358,7 @@ def _search(cands, fixed, used1, used2, n2):
                 worst = -heap[0][0] if len(heap) == BEAM else None
         heap.sort(reverse=True)                      # best rank first, earlier arrival first
         paths = [_build(-neg_rank, parent, m) for neg_rank, _, parent, m in heap]
-    if len(paths) > 1:
-        paths.sort(key=_rank_of)
-        del paths[BEAM:]
-        for path in paths:
-            if path[2] != -1:
-                path[0] += _CHUNK
-        paths.sort(key=_rank_of)
-    best = paths[0]
-    chosen = [m for m in fixed if m is not None]
-    link = best[5]
-    while link is not None:
-        chosen.append(link[0])
-        link = link[1]
-    chosen.sort(key=lambda m: m[0])
-    return chosen
+    return _best_of(paths, fixed)
 
 
 _SKIP = ()

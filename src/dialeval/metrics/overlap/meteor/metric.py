@@ -178,29 +178,21 @@ class Meteor(Metric):
         pair_idx = np.array([(number[words[a]], number[words[b]]) for a, b in pairs], dtype=np.int64)
         analysed = para.analyse([para.ids(w) for w in uniq], pair_idx)
         stems: dict[str, str] = {}
-        hashes: dict[str, int] = {}
-        by_hash = self.meteor_compare == "hash"
-
-        def key(text: str):
-            if not by_hash:
-                return text
-            h = hashes.get(text)
-            if h is None:
-                h = hashes[text] = java_hash(text)
-            return h
-
+        for tok in {t for w in uniq for t in w}:
+            stems[tok] = stem(tok)
+        if self.meteor_compare == "hash":
+            # the jar compares words and stems by String.hashCode(): hash each distinct one once
+            hashes = {t: java_hash(t) for t in {*stems, *stems.values()}}
+            key = hashes.__getitem__
+        else:
+            key = str
         fw = res.function_words
         syn = res.synonyms.all_synsets
         sentences: list[Sentence] = []
         for w, (paraphrases, ngrams) in zip(uniq, analysed):
-            st = []
-            for tok in w:
-                s = stems.get(tok)
-                if s is None:
-                    s = stems[tok] = stem(tok)
-                st.append(s)
+            st = [stems[t] for t in w]
             sentences.append(Sentence(words=w, function=[t in fw for t in w], stems=st,
-                                      keys=tuple(key(t) for t in w), stem_keys=tuple(key(t) for t in st),
+                                      keys=tuple(map(key, w)), stem_keys=tuple(map(key, st)),
                                       synsets=[syn(t) for t in w], paraphrases=paraphrases,
                                       ngrams=ngrams))
         return {t: number[words[t]] for t in texts}, sentences
