@@ -96,11 +96,13 @@ print(json.dumps({{"imports_and_input": t1 - t0, "resources": t2 - t1, "scoring"
 """
 
 
-def run_dialeval(name: str, mode: str, workers: int) -> tuple[float, dict]:
+def run_dialeval(name: str, mode: str, workers: int, src: str | None = None) -> tuple[float, dict]:
+    """One fresh process; `src` puts another dialeval source tree first (the baseline)."""
     code = _CHILD.format(bench=str(Path(__file__).resolve().parent), name=name, mode=mode, workers=workers)
+    env = dict(os.environ, PYTHONPATH=src) if src else None
     cpu0 = _child_cpu()
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     wall = time.perf_counter() - t0
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     info["cpu"] = _child_cpu() - cpu0     # the process and its forked workers
@@ -163,6 +165,8 @@ def main() -> None:
     parser.add_argument("--no-jar", action="store_true")
     parser.add_argument("--workers", default="1,2", help="dialeval alignment processes to time (list)")
     parser.add_argument("--parity", action="store_true", help="compare all golden values instead of timing")
+    parser.add_argument("--baseline", metavar="SRC", help="also time the dialeval of another source tree "
+                        "(e.g. a checkout of main's src/) side by side, with one worker")
     args = parser.parse_args()
     if args.parity:
         parity()
@@ -188,17 +192,22 @@ def main() -> None:
     workers = [int(w) for w in args.workers.split(",")]
     print(f"{'set':8s} {'mode':5s} {'jar start':>9s} {'jar score':>9s} {'jar total':>9s} "
           + "".join(f" {'ours w=' + str(w):>9s} {'ratio':>6s}" for w in workers)
-          + "   CPU s jar / ours (w=..)   (ours: load + scoring inside)  corpus jar / ours")
+          + (f" {'before':>9s} {'ratio':>6s}" if args.baseline else "")
+          + "   CPU s jar / ours (w=..)" + (" / before" if args.baseline else "")
+          + "   CPU ratio jar/ours (w=..)   (ours: load + scoring inside)  corpus jar / ours")
     for name in args.sets.split(","):
         hyps, refs = load_set(name)
         for mode in args.modes.split(","):
             jar_runs = []
             ours: dict[int, list] = {w: [] for w in workers}
+            before: list = []
             for _ in range(args.runs):
                 if not args.no_jar:
                     jar_runs.append(run_jar(hyps, refs, mode))
                 for w in workers:
                     ours[w].append(run_dialeval(name, mode, w))
+                if args.baseline:
+                    before.append(run_dialeval(name, mode, 1, args.baseline))
             total = statistics.median(j[0] + j[1] for j in jar_runs) if jar_runs else float("nan")
             line = (f"{name:8s} {mode:5s} "
                     + (f"{statistics.median(j[0] for j in jar_runs):9.2f} "
@@ -212,8 +221,15 @@ def main() -> None:
                 info = ours[w][0][1]
                 inside.append(f"w={w}: {info['resources']:.2f}+{info['scoring']:.2f}")
                 cpu.append(f"{statistics.median(x['cpu'] for _, x in ours[w]):.1f}")
+            if before:
+                wall = statistics.median(x for x, _ in before)
+                line += f" {wall:9.2f} {total / wall:5.1f}x"
+                cpu.append(f"{statistics.median(x['cpu'] for _, x in before):.1f}")
+            jar_cpu = statistics.median(j[3] for j in jar_runs) if jar_runs else float("nan")
+            cpu_ratio = " / ".join(f"{jar_cpu / statistics.median(x['cpu'] for _, x in ours[w]):.1f}x"
+                                   for w in workers)
             corpus = f"{jar_runs[0][2]:.6f}" if jar_runs else "-"
-            print(line + "   " + " / ".join(cpu) + "   (" + ", ".join(inside)
+            print(line + "   " + " / ".join(cpu) + "   " + cpu_ratio + "   (" + ", ".join(inside)
                   + f")  {corpus} / {ours[workers[0]][0][1]['corpus']:.6f}",
                   flush=True)
 
