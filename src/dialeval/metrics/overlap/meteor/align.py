@@ -257,8 +257,8 @@ def _search_compiled(cands, fixed, used1, used2, n2):
     np.cumsum(sizes, out=off[1:])
     rows = np.array(flat, dtype=np.int64).reshape(-1, 6)
     fixed_row = np.where(np.fromiter((m is not None for m in fixed), dtype=bool, count=n2), off[:-1], -1)
-    chosen = beam.search(off, rows, fixed_row, np.frombuffer(bytes(used1), dtype=np.uint8),
-                         np.frombuffer(bytes(used2), dtype=np.uint8))
+    chosen = beam.search(off, rows, fixed_row, np.frombuffer(used1, dtype=np.uint8).copy(),
+                         np.frombuffer(used2, dtype=np.uint8).copy())
     out = [m for m in fixed if m is not None]
     out.extend(flat[k] for k in chosen.tolist())
     out.sort(key=lambda m: m[0])

@@ -37,6 +37,16 @@ def _kernel():
     return _KERNEL
 
 
+def warm_up() -> bool:
+    """Compile (or load from the on-disk cache) the kernel on a tiny input; False without numba."""
+    if not available():
+        return False
+    cand = np.array([[0, 1, 0, 1, 0, 2], [0, 1, 1, 1, 0, 2]], dtype=np.int64)
+    search(np.array([0, 2], dtype=np.int64), cand, np.array([-1], dtype=np.int64),
+           np.zeros(2, dtype=np.uint8), np.zeros(1, dtype=np.uint8))
+    return True
+
+
 def search(off, cand, fixed, used1, used2) -> np.ndarray:
     """off: (n2+1,) start of each reference position's candidates in `cand`; cand: (k, 6)
     int64 rows (ref start, ref length, hyp start, hyp length, module, gain); fixed: (n2,)
