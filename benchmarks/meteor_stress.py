@@ -13,7 +13,8 @@ than --tol. Families (deterministic, --seed):
 - repeat: the same few words many times (a wide beam, many equal-rank branches);
 - punct: punctuation, contractions, dots, dashes, quotes, numbers with commas;
 - para: phrases and their paraphrases taken from METEOR's own paraphrase table, mixed with
-  synonyms and inflections (paraphrase and synonym stages).
+  synonyms and inflections (paraphrase and synonym stages);
+- long: hypotheses of 520-1,500 words (the compiled search's range), some repetitive.
 
 Run from the repository root: `python3 benchmarks/meteor_stress.py [--per-family 2000]`.
 Differences are written to --out (JSON lines) for inspection.
@@ -208,6 +209,23 @@ def fam_para(rng, sents, n):
     return pairs
 
 
+def fam_long(rng, sents, n):
+    """Segments longer than 512 words (they take the compiled beam search), some repetitive."""
+    pairs = []
+    for _ in range(n):
+        hyp, ref = [], []
+        while len(hyp) < 520:
+            hyp += rng.choice(sents).split()
+        while len(ref) < rng.choice([10, 60, 520]):
+            ref += rng.choice(sents).split()
+        if rng.random() < 0.3:
+            hyp = [rng.choice(["word", "the", "a", "do", "f1"]) for _ in range(rng.randrange(520, 1500))]
+        if rng.random() < 0.5:
+            ref += hyp[:40]
+        pairs.append((" ".join(hyp), " ".join(ref)))
+    return pairs
+
+
 def jar_scores(pairs):
     from pycocoevalcap.meteor.meteor import Meteor
 
@@ -246,6 +264,7 @@ def main() -> None:
         "repeat": fam_repeat(rng, sents, n),
         "punct": fam_punct(rng, sents, n),
         "para": fam_para(rng, sents, n),
+        "long": fam_long(rng, sents, max(1, n // 10)),
     }
     # the jar wrapper sends one line per segment: no line breaks, no empty fields
     pairs, fam_of = [], []
