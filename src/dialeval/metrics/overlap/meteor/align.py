@@ -164,15 +164,18 @@ def align(h: Sentence, r: Sentence) -> list[tuple]:
     for m in found:
         used1[m[2]:m[2] + m[3]] = b"\x01" * m[3]
         used2[m[0]:m[0] + m[1]] = b"\x01" * m[1]
-    if beam.available():
+    if sum(map(len, cands)) >= COMPILED_FROM and beam.available():
         return _search_compiled(cands, fixed, used1, used2, n2)
     return _search(cands, fixed, used1, used2, n2)
 
 
 # Sentences up to this many words take `_search_small` (used words as int bit masks, every
 # extension built, as the jar does: at most 40 x 512 small objects per position). Longer ones
-# take the compiled search, or `_search`, which builds only the extensions that enter the beam.
+# take `_search`, which builds only the extensions that enter the beam; from COMPILED_FROM
+# candidates on (a repetitive 20,000-word response has 20,000 at each matching position),
+# the numba kernel, whose import and load (about a second) then pays for itself.
 SMALL = 512
+COMPILED_FROM = 50_000
 
 
 def flags_to_bits(flags: bytearray) -> int:
