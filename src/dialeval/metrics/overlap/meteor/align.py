@@ -23,6 +23,7 @@ Behaviour reproduced from the jar because the numbers depend on it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import numpy as np
 
@@ -367,8 +368,7 @@ def _search(cands, fixed, used1, used2, n2):
 _SKIP = ()
 
 
-def _rank_of(path: list) -> int:
-    return path[0]
+_rank_of = itemgetter(0)     # a path's rank (C-level sort key)
 
 
 def _offer(heap: list, item: tuple) -> None:
