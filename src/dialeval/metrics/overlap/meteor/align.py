@@ -18,10 +18,17 @@ Behaviour reproduced from the jar because the numbers depend on it:
   smaller distance; the sort is stable, so ties keep insertion order (new branches before the
   skip branch); the distance of a new branch is added to its parent instead, as in the jar;
 - chunks of the final alignment are recounted over it.
+
+The search has three implementations that choose the same alignment (tests/test_meteor_search.py
+checks each against the jar's procedure): `_search_small` (segments up to 512 words: every
+extension built, used words as int bit masks), `_search` (longer: extensions ranked first and
+built only when they enter the best 40, so memory stays bounded) and `beam` (the same in numba,
+for pairs with 50,000 or more candidates).
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -372,8 +379,6 @@ _rank_of = itemgetter(0)     # a path's rank (C-level sort key)
 
 
 def _offer(heap: list, item: tuple) -> None:
-    import heapq
-
     if len(heap) < BEAM:
         heapq.heappush(heap, item)
     else:
