@@ -70,3 +70,10 @@ def test_compare_option_is_in_the_signature_and_checked():
     from dialeval.errors import DialevalError
     with pytest.raises(DialevalError):
         Meteor(meteor_compare="bytes")
+
+
+def test_corpus_value_with_a_collision_equals_the_jars(real_resources):
+    # jar, both pairs as one corpus (pycocoevalcap compute_score): 0.23196470239991504
+    metric = Meteor()
+    stats = metric.multi_stats(Batch(["do", JAR_PAIRS[0][0]], [["f1"], [JAR_PAIRS[0][1]]]))
+    assert metric.corpus_from_stats(stats.sum(axis=0)) == pytest.approx(0.23196470239991504, abs=1e-12)
