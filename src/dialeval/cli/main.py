@@ -58,19 +58,10 @@ def load_input(args) -> list:
 
 
 def system_table(result, table_format: str = "plain") -> str:
-    """Per-system corpus values (and an `(all)` row when there are several systems)."""
-    from dialeval.data.writers import format_table
+    """Per-system corpus values (kept here for old imports; see `dialeval.report.tables`)."""
+    from dialeval.report.tables import system_table as _system_table
 
-    header = ["system", "n"] + result.metrics
-    counts: dict[str, int] = {}
-    for s in result.samples:
-        key = s.system if s.system is not None else "all"
-        counts[key] = counts.get(key, 0) + 1
-    rows = [[system, counts[system]] + [vals[m] for m in result.metrics]
-            for system, vals in result.systems.items()]
-    if len(rows) > 1:
-        rows.append(["(all)", len(result.samples)] + [result.corpus[m] for m in result.metrics])
-    return format_table(header, rows, fmt=table_format)
+    return _system_table(result, table_format)
 
 
 def cmd_score(args) -> int:
@@ -132,7 +123,8 @@ def add_score_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="per-sample JSONL output")
     p.add_argument("--json", action="store_true", help="print one JSON summary instead of a table")
     p.add_argument("--report", help="also write the aggregate report: .json, or a markdown table otherwise")
-    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    p.add_argument("--table-format", default="plain", choices=["plain", "markdown", "latex", "csv"],
+                   help="table format (--format names the input format here)")
     add_scoring_flags(p)
     p.set_defaults(func=cmd_score)
     return p

@@ -39,26 +39,15 @@ def _p(v) -> str:
 
 
 def _correlation_table(rows: list[dict], fmt: str) -> str:
-    from dialeval.data.writers import format_table
+    from dialeval.report.tables import correlation_table
 
-    header = ["metric", "quality", "level", "method", "r", "p", "95% CI", "n"]
-    body = [[r["metric"], r["quality"], r["level"], r["method"], _fmt(r["r"]), _p(r["p"]),
-             "n/a" if not math.isfinite(r["ci_low"]) else f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]",
-             r["n"]] for r in rows]
-    return format_table(header, body, fmt=fmt)
+    return correlation_table(rows, fmt)
 
 
 def _comparison_table(rows: list[dict], fmt: str) -> str:
-    from dialeval.data.writers import format_table
+    from dialeval.report.tables import metric_comparison_table
 
-    header = ["A", "B", "quality", "level", "method", "r(A)", "r(B)", "r(A,B)", "Williams t",
-              "p (Williams)", "p (bootstrap)", "95% CI r(A)-r(B)"]
-    body = [[r["metric_a"], r["metric_b"], r["quality"], r["level"], r["method"], _fmt(r["r_a"]),
-             _fmt(r["r_b"]), _fmt(r["r_ab"]), _fmt(r["williams_t"], 3), _p(r["williams_p"]),
-             f"<{1 / r['n_boot']:.0e}" if r["bootstrap_p"] == 0 else _p(r["bootstrap_p"]),
-             "n/a" if not math.isfinite(r["diff_ci_low"]) else
-             f"[{r['diff_ci_low']:.4f}, {r['diff_ci_high']:.4f}]"] for r in rows]
-    return format_table(header, body, fmt=fmt)
+    return metric_comparison_table(rows, fmt)
 
 
 def _levels(arg: str, default: str) -> list[str]:
@@ -198,7 +187,7 @@ def cmd_evaluate(args) -> int:
 
 def cmd_agreement(args) -> int:
     from dialeval.data.datasets import load_dataset
-    from dialeval.data.writers import format_table, json_value
+    from dialeval.data.writers import json_value
     from dialeval.meta.agreement import agreement, ratings_matrix
 
     kwargs = {"exclude_systems": tuple(args.exclude_system)} if args.exclude_system else {}
@@ -214,14 +203,9 @@ def cmd_agreement(args) -> int:
     if args.json:
         print(json.dumps(json_value({"dataset": dataset.info.name, "agreement": rows})))
         return 0
-    header = ["quality", "items", "raters", "mean", "split-half", "LOO mean", "LOO max",
-              "kappa", "kappa (quad.)", "Fleiss", "alpha (ord.)"]
-    body = [[r["quality"], r["items"], r["raters"], _fmt(r["mean"], 3),
-             "n/a" if not math.isfinite(r["split_half"]) else f"{r['split_half']:.3f}±{r['split_half_std']:.3f}",
-             _fmt(r["loo_mean"], 3), _fmt(r["loo_max"], 3), _fmt(r["kappa"], 3),
-             _fmt(r["kappa_quadratic"], 3), _fmt(r["fleiss"], 3), _fmt(r["alpha_ordinal"], 3)]
-            for r in rows]
-    print(format_table(header, body, fmt=args.table_format))
+    from dialeval.report.tables import agreement_table
+
+    print(agreement_table(rows, args.table_format))
     print()
     print(f"{dataset.info.name}: split-half and leave-one-out are {args.method} correlations; "
           f"split-half over {args.n_rep} random splits (seed {args.seed}); kappas are means "
@@ -257,7 +241,16 @@ def _stats_arguments(p, *, compare_default: bool) -> None:
     p.add_argument("--compare-method", default="pearson",
                    choices=["pearson", "spearman", "kendall"])
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
-    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    add_table_format(p)
+
+
+def add_table_format(p, *, alias: bool = True) -> None:
+    """`--table-format` (and `--format`, where that name is free) for a table-printing command."""
+    from dialeval.report.tables import TABLE_FORMATS
+
+    names = ["--table-format", "--format"] if alias else ["--table-format"]
+    p.add_argument(*names, dest="table_format", default="plain", choices=TABLE_FORMATS,
+                   help="table format: plain, markdown, latex (a booktabs tabular) or csv")
 
 
 def argparse_bool():
@@ -306,7 +299,7 @@ def add_commands(sub) -> None:
     p.add_argument("--drop-below", type=float, default=None,
                    help="drop raters whose mean pairwise kappa is below this (nlg-eval paper: 0.1)")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    add_table_format(p)
     p.set_defaults(func=cmd_agreement)
 
     p = sub.add_parser("datasets", help="list the public data set loaders")

@@ -284,20 +284,12 @@ class Comparison:
                 "rank_agreement": self.rank, "notes": self.notes}
 
 
-def _kendall(x: np.ndarray, y: np.ndarray) -> float:
-    from .correlation import correlation
-
-    ok = np.isfinite(x) & np.isfinite(y)
-    if ok.sum() < 3:
-        return math.nan
-    return correlation(x[ok], y[ok], "kendall")[0]
-
-
 def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = None,
                     humans: Sequence[str] = (), system_human: dict[str, dict[str, float]] | None = None,
                     baseline: str | None = None, test: str = "bs", n_resamples: int | None = None,
                     seed: int | None = DEFAULT_SEED, signatures: dict[str, str] | None = None,
-                    measures: dict[str, Measure] | None = None) -> Comparison:
+                    measures: dict[str, Measure] | None = None,
+                    rank_methods: Sequence[str] = ("kendall",)) -> Comparison:
     """Compare the systems of score `rows` on every metric and human quality.
 
     `humans`: qualities in the rows' `ratings` to treat like metrics. `system_human`: published
@@ -417,7 +409,8 @@ def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = Non
         cmp.notes.append(f"{name}: only system means are published, so it has no CI and no "
                          "significance test; its ranking enters the Kendall tau as fixed")
     cmp.rank = _rank_agreement(cmp, measures, metric_names, human_names, idx_of if aligned else None,
-                               counts(n_common, ci_n) if aligned and n_common else None)
+                               counts(n_common, ci_n) if aligned and n_common else None,
+                               rank_methods)
     return cmp
 
 
@@ -429,33 +422,40 @@ def _by_quality(system_human: dict[str, dict[str, float]]) -> dict[str, dict[str
     return out
 
 
-def _rank_agreement(cmp: Comparison, measures, metric_names, human_names, idx_of, counts):
-    """Kendall tau between each metric's and each human quality's system ranking, with a
-    bootstrap CI from the same item resamples (both sides resampled together; published
-    system means stay fixed)."""
+def _rank_agreement(cmp: Comparison, measures, metric_names, human_names, idx_of, counts,
+                    methods: Sequence[str] = ("kendall",)):
+    """Correlation across systems between each metric's corpus scores and each human quality's
+    system scores (Kendall tau by default), with a percentile bootstrap CI from the same item
+    resamples (metric and human resampled together; published system means stay fixed)."""
+    from .correlation import correlation, percentile_ci, rowwise
+
     systems = cmp.systems
     if len(systems) < 3:
         return []
     score = {(r["measure"], r["system"]): r["score"] for r in cmp.rows}
+    boot: dict[str, np.ndarray] = {}
+
+    def resampled(name: str) -> np.ndarray:
+        if name not in boot:
+            boot[name] = np.stack([resampled_scores(measures[name], idx_of[s], counts)
+                                   for s in systems], 1)
+        return boot[name]
+
     out = []
     for h in human_names:
         y = np.array([score[(h, s)] for s in systems], dtype=float)
         for m in metric_names:
             x = np.array([score[(m, s)] for s in systems], dtype=float)
-            tau = _kendall(x, y)
-            low = high = math.nan
-            if counts is not None and idx_of is not None:
-                xb = np.stack([resampled_scores(measures[m], idx_of[s], counts) for s in systems], 1)
-                if h in measures:
-                    yb = np.stack([resampled_scores(measures[h], idx_of[s], counts) for s in systems], 1)
-                else:
-                    yb = np.broadcast_to(y, xb.shape)
-                taus = np.array([_kendall(a, b) for a, b in zip(xb, yb)])
-                taus = taus[np.isfinite(taus)]
-                if len(taus):
-                    low, high = (float(v) for v in np.percentile(taus, [2.5, 97.5]))
-            out.append({"metric": m, "human": h, "tau": tau, "ci_low": low, "ci_high": high,
-                        "n_systems": int((np.isfinite(x) & np.isfinite(y)).sum())})
+            ok = np.isfinite(x) & np.isfinite(y)
+            for method in methods:
+                r, p = correlation(x[ok], y[ok], method) if ok.sum() >= 3 else (math.nan, math.nan)
+                low = high = math.nan
+                if counts is not None and idx_of is not None and ok.sum() >= 3:
+                    xb = resampled(m)[:, ok]
+                    yb = resampled(h)[:, ok] if h in measures else np.broadcast_to(y[ok], xb.shape)
+                    low, high = percentile_ci(rowwise(xb, yb, method))
+                out.append({"metric": m, "human": h, "method": method, "r": r, "p": p,
+                            "ci_low": low, "ci_high": high, "n_systems": int(ok.sum())})
     return out
 
 

@@ -81,15 +81,5 @@ def heatmap(matrix: np.ndarray, labels: Sequence[str], path: str, *, title: str 
     return path
 
 
-def correlation_matrix(values: dict[str, np.ndarray], method: str = "spearman") -> np.ndarray:
-    """Metric-by-metric correlation over the items where both are present."""
-    from ..meta.correlation import correlation
-
-    names = list(values)
-    out = np.eye(len(names))
-    for i, a in enumerate(names):
-        for j in range(i + 1, len(names)):
-            x, y = np.asarray(values[a], float), np.asarray(values[names[j]], float)
-            ok = np.isfinite(x) & np.isfinite(y)
-            out[i, j] = out[j, i] = correlation(x[ok], y[ok], method)[0]
-    return out
+# kept for old imports: the statistic lives in meta/, report/ only draws it
+from ..meta.matrix import correlation_matrix  # noqa: E402,F401
