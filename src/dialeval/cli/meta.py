@@ -115,17 +115,43 @@ def cmd_correlate(args) -> int:
     values, human, corr, comps = _analyse(args, rows, args.human, levels, _names(args.metrics))
     plots = []
     if args.plot:
-        from dialeval.report.plots import correlation_matrix, heatmap, scatter_plots
-
-        plots = scatter_plots(values, human, args.plot, quality=args.human, seed=args.seed)
-        plots.append(heatmap(correlation_matrix(values, "spearman"), list(values),
-                             f"{args.plot}/heatmap_metrics.png",
-                             title="Spearman between metrics"))
+        plots = _correlate_plots(args, rows, values, human, levels)
     _print_result(args, corr, comps, {"input": args.scores, "quality": args.human,
                                       **({"plots": plots} if plots else {})})
     if plots and not args.json:
         print(f"plots: {', '.join(plots)}", file=sys.stderr)
     return 0
+
+
+def _correlate_plots(args, rows, values, human, levels) -> list[str]:
+    """Turn-level scatters for `turn`; for `system`, one point per system: the mean of each
+    system's metric and human scores (the points `--level system` correlates)."""
+    from dialeval.meta.correlation import group_means
+    from dialeval.meta.matrix import correlation_matrix
+    from dialeval.report.plots import heatmap, scatter_plots, system_scatter_plots
+
+    import numpy as np
+
+    systems = [r.get("system") for r in rows]
+    plots: list[str] = []
+    if "turn" in levels or "dialogue" in levels:
+        plots += scatter_plots(values, human, args.plot, quality=args.human, seed=args.seed,
+                               systems=systems if any(s is not None for s in systems) else None)
+    if "system" in levels:
+        sys_values: dict = {}
+        sys_human: dict = {}
+        for metric, x in values.items():
+            ok = np.isfinite(x) & np.isfinite(human)
+            keys = [s for s, good in zip(systems, ok) if good]
+            names, means = group_means(np.stack([x[ok], human[ok]]), keys)
+            for s, mx, mh in zip(names, means[0], means[1]):
+                sys_values.setdefault(s, {})[metric] = float(mx)
+                sys_human[s] = float(mh)
+        plots += system_scatter_plots(sys_values, sys_human, args.plot, quality=args.human)
+    if len(values) > 1:
+        plots.append(heatmap(correlation_matrix(values, "spearman"), list(values),
+                             f"{args.plot}/heatmap_metrics.png", title="Spearman between metrics"))
+    return plots
 
 
 def _metric_options(args) -> dict:
@@ -147,42 +173,91 @@ def _metric_options(args) -> dict:
 
 
 def cmd_evaluate(args) -> int:
-    from dialeval.data.datasets import load_dataset
     from dialeval.data.writers import write_jsonl
-    from dialeval.scoring import score
-    from dialeval.meta.evaluate import system_level_rows
+    from dialeval.meta.evaluate import evaluate_dataset
 
-    kwargs = {}
-    if args.exclude_system:
-        kwargs["exclude_systems"] = tuple(args.exclude_system)
-    dataset = load_dataset(args.dataset, args.path, **kwargs)
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    result = score(dataset.samples, metrics, refs_mode=args.refs_mode, tokenizer=args.tokenize,
-                   **_metric_options(args))
+    ev = evaluate_dataset(args.dataset, args.path, _names(args.metrics) or [],
+                          qualities=_names(args.qualities),
+                          levels=None if args.level is None else _levels(args.level, "turn"),
+                          methods=_methods(args.method),
+                          exclude_systems=tuple(args.exclude_system or ()),
+                          refs_mode=args.refs_mode, tokenizer=args.tokenize,
+                          compare_metrics=args.compare, compare_method=args.compare_method,
+                          n_boot=args.n_boot, seed=args.seed, warn=_warn, **_metric_options(args))
+    if ev.dataset.system_ratings and args.level not in (None, "system"):
+        _warn(f"{ev.dataset.info.name} has only system-level human scores; --level ignored")
     if args.output:
-        write_jsonl(args.output, result.records())
-    qualities = _names(args.qualities) or list(dataset.info.qualities)
-    correlations, comparisons = [], []
-    extra = {"dataset": dataset.info.name, "samples": len(dataset.samples),
-             "signatures": result.signatures}
-    if dataset.system_ratings:
-        # Only system means are published: correlate each system's corpus score with them.
-        if args.level not in (None, "system"):
-            _warn(f"{dataset.info.name} has only system-level human scores; --level ignored")
-        for q in qualities:
-            human = {s: v[q] for s, v in dataset.system_ratings.items() if q in v}
-            correlations += system_level_rows(result.systems, human, quality=q,
-                                              methods=_methods(args.method))
-        extra["systems"] = result.systems
-    else:
-        rows = list(result.records())
-        levels = _levels(args.level, dataset.info.level)
-        for q in qualities:
-            _, _, corr, comps = _analyse(args, rows, q, levels)
-            correlations += corr
-            comparisons += comps
-    _print_result(args, correlations, comparisons, extra)
+        write_jsonl(args.output, ev.rows(with_stats=args.with_stats))
+    plots = _evaluation_plots(args, ev) if args.plot else []
+    if args.report:
+        _evaluation_report(args, ev)
+    extra = dict(ev.extra, **({"plots": plots} if plots else {}))
+    _print_result(args, ev.correlations, ev.comparisons, extra)
+    if plots and not args.json:
+        print(f"plots: {', '.join(plots)}", file=sys.stderr)
     return 0
+
+
+def _evaluation_plots(args, ev) -> list[str]:
+    """`evaluate --plot DIR`: per quality, turn-level scatters (when items are rated),
+    system-level scatters of corpus scores vs system means, and the metric heatmap."""
+    from dialeval.meta.evaluate import columns
+    from dialeval.meta.matrix import correlation_matrix
+    from dialeval.report.plots import heatmap, scatter_plots, system_scatter_plots
+
+    plots: list[str] = []
+    rows = ev.rows(with_stats=False)
+    values = {m: ev.result.sentence[m] for m in ev.result.metrics}
+    for q in ev.qualities:
+        if ev.dataset.system_ratings:
+            human = {s: v[q] for s, v in ev.dataset.system_ratings.items() if q in v}
+            plots += system_scatter_plots(ev.result.systems, human, args.plot, quality=q)
+            continue
+        _, human, _, systems = columns(rows, q)
+        plots += scatter_plots(values, human, args.plot, quality=q, seed=args.seed,
+                               systems=systems)
+        sys_human = _system_means(human, systems)
+        if len(sys_human) > 1:
+            plots += system_scatter_plots(ev.result.systems, sys_human, args.plot, quality=q)
+    if len(values) > 1:
+        plots.append(heatmap(correlation_matrix(values, "spearman"), list(values),
+                             f"{args.plot}/heatmap_metrics.png", title="Spearman between metrics"))
+    return plots
+
+
+def _system_means(human, systems) -> dict:
+    import numpy as np
+
+    out: dict = {}
+    for s in dict.fromkeys(systems):
+        if s is None:
+            continue
+        v = np.array([h for h, t in zip(human, systems) if t == s], dtype=float)
+        if np.isfinite(v).any():
+            out[s] = float(np.nanmean(v))
+    return out
+
+
+def _evaluation_report(args, ev) -> None:
+    from dialeval.report.tables import correlation_table
+
+    from .report import report_kind, write_html_report, write_tables
+
+    kind = report_kind(args.report)
+    if kind == "html":
+        system_human = ev.dataset.system_ratings or None
+        write_html_report(args.report, ev.rows(), signatures=ev.result.signatures,
+                          qualities=None if system_human else ev.qualities,
+                          system_human=system_human, n_boot=args.n_boot,
+                          title=f"dialeval evaluate {ev.dataset.info.name}")
+    elif kind == "json":
+        from dialeval.data.writers import write_json
+
+        write_json(args.report, dict(ev.extra, correlations=ev.correlations,
+                                     comparisons=ev.comparisons))
+    else:
+        write_tables(args.report, [("correlations", correlation_table(ev.correlations, kind))],
+                     kind, [f"{m}: {sig}" for m, sig in ev.result.signatures.items()])
 
 
 def cmd_agreement(args) -> int:
@@ -285,6 +360,12 @@ def add_commands(sub) -> None:
 
     add_scoring_flags(p)
     p.add_argument("-o", "--output", help="also write the per-sample scores (JSONL)")
+    p.add_argument("--with-stats", action="store_true",
+                   help="with -o: add responses, references and statistics rows (for compare/report)")
+    p.add_argument("--plot", metavar="DIR", help="write scatter plots (turn and system level, "
+                   "with r, n and a fit line) and a metric heatmap (PNG)")
+    p.add_argument("--report", metavar="PATH",
+                   help="also write a report: .html (self-contained), .json, .tex, .csv or markdown")
     _stats_arguments(p, compare_default=False)
     p.set_defaults(func=cmd_evaluate)
 
