@@ -73,7 +73,7 @@ def cmd_score(args) -> int:
     result = score(samples, _split_metrics(args.metrics), refs_mode=args.refs_mode,
                    tokenizer=args.tokenize, **metric_options(args))
     if args.output:
-        from dialeval.meta.compare import score_rows
+        from dialeval.meta.systems import score_rows
 
         write_jsonl(args.output, score_rows(result, with_stats=args.with_stats))
     if args.report:
@@ -92,7 +92,7 @@ def write_score_report(args, result) -> None:
     """`--report PATH`: by extension, the HTML report, the JSON summary, or the system table
     (LaTeX for .tex, CSV for .csv, Markdown otherwise) with the signatures."""
     from dialeval.data.writers import write_json
-    from dialeval.meta.compare import score_rows
+    from dialeval.meta.systems import score_rows
     from dialeval.report.tables import system_table as table
 
     from .report import _inputs, report_kind, write_html_report, write_tables

@@ -100,7 +100,7 @@ def _system_human_file(path: str | None) -> dict[str, dict[str, float]] | None:
 
 def cmd_compare(args) -> int:
     from dialeval.data.writers import json_value, write_json
-    from dialeval.meta.compare import compare_systems
+    from dialeval.meta.systems import compare_systems
     from dialeval.meta.evaluate import read_scores
     from dialeval.report.tables import compare_tables
 
@@ -154,7 +154,7 @@ def cmd_report(args) -> int:
 
 
 def add_commands(sub) -> None:
-    from dialeval.meta.compare import DEFAULT_SEED
+    from dialeval.meta.systems import DEFAULT_SEED
 
     from .meta import add_table_format
 

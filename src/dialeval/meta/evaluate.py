@@ -164,7 +164,7 @@ class Evaluation:
 
     def rows(self, with_stats: bool = True) -> list[dict]:
         """Score rows (with statistics rows for corpus BLEU/METEOR) for `compare` and reports."""
-        from .compare import score_rows
+        from .systems import score_rows
 
         return score_rows(self.result, with_stats=with_stats)
 

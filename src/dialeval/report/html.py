@@ -86,11 +86,11 @@ def build_report(rows: Sequence[dict], *, qualities: Sequence[str] | None = None
                  comparison=None) -> dict:
     """Every number and figure of the report, as plain data (see `render_html`).
 
-    `rows`: score rows (`dialeval score --with-stats -o`, or `meta.compare.score_rows`).
+    `rows`: score rows (`dialeval score --with-stats -o`, or `meta.systems.score_rows`).
     `qualities`: rated qualities to analyse (default: `overall`, or all). `system_human`: published
     system means for sets without per-item ratings. `inputs`: label -> sha256 of input files.
     """
-    from ..meta.compare import compare_systems, human_value, significance_mark
+    from ..meta.systems import compare_systems, human_value, significance_mark
     from ..meta.correlation import correlation, level_points
     from ..meta.evaluate import DIALOGUE_ID, correlation_rows
     from ..meta.matrix import correlation_matrix

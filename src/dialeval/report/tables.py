@@ -162,7 +162,7 @@ def agreement_table(rows: Sequence[dict], fmt: str = "plain") -> str:
 def compare_tables(cmp: dict, fmt: str = "plain") -> list[tuple[str, str]]:
     """(title, table) pairs for a `Comparison.to_dict()`: one system table per measure, the
     pairwise table when there is no baseline, and the rank agreement."""
-    from ..meta.compare import significance_mark
+    from ..meta.systems import significance_mark
 
     out = []
     by_measure: dict[str, list[dict]] = {}
