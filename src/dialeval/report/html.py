@@ -301,7 +301,12 @@ def _agreement(rows, qualities, seed) -> list[dict]:
 
 def render_html(report: dict) -> str:
     """The report as one HTML document (Jinja2, autoescaped; SVG figures inlined)."""
-    import jinja2
+    try:
+        import jinja2
+    except ImportError:
+        from ..errors import DialevalError
+
+        raise DialevalError("the HTML report needs jinja2: pip install 'dialeval[report]'") from None
 
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(here), autoescape=True,
