@@ -99,7 +99,7 @@ def main() -> None:
         times = _load_times(path, args.loads)
         with Browser(timeout=120) as browser:
             page = browser.open("file://" + os.path.abspath(path))
-            shot = os.path.join(args.out, "dstc6-report-top.png")
+            shot = os.path.join(args.html_dir, "dialeval-dstc6-report-top.png")
             with open(shot, "wb") as f:
                 f.write(page.screenshot())
         results["dstc6"] = {"bytes": len(html.encode("utf-8")), "score_s": t1 - t0,

@@ -7,7 +7,6 @@ is imported at module level.
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 from dialeval.errors import DialevalError
@@ -22,20 +21,6 @@ def _names(text: str | None) -> list[str] | None:
 
 def _warn(message: str) -> None:
     print(f"dialeval: warning: {message}", file=sys.stderr)
-
-
-def _fmt(v, digits=4):
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
-    if isinstance(v, float):
-        return f"{v:.{digits}f}"
-    return str(v)
-
-
-def _p(v) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
-    return f"{v:.4f}" if v >= 1e-4 else f"{v:.2e}"
 
 
 def _correlation_table(rows: list[dict], fmt: str) -> str:

@@ -150,10 +150,7 @@ def build_report(rows: Sequence[dict], *, qualities: Sequence[str] | None = None
                 got = {c["metric"]: c for c in crows if c["level"] == level and c["method"] == method}
                 beaten = {m: [] for m in got}
                 if method in WILLIAMS_METHODS and len(got) > 1:
-                    pts = {m: level_points(values[m], human, level, dialogues=dialogues,
-                                           systems=sys_list) for m in got}
-
-                    def beats(a, b, pts=pts, method=method):
+                    def beats(a, b, method=method):
                         ok = np.isfinite(values[a]) & np.isfinite(values[b]) & np.isfinite(human)
                         xa, y, _ = level_points(np.where(ok, values[a], np.nan), human, level,
                                                 dialogues=dialogues, systems=sys_list)
