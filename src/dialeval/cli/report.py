@@ -82,7 +82,8 @@ def _system_human_file(path: str | None) -> dict[str, dict[str, float]] | None:
         return None
     from dialeval.errors import InputError
 
-    out: dict[str, dict[str, float]] = {}
+    values: dict[str, float] = {}
+    quality = "human"
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             parts = line.rstrip("\n").split("\t")
@@ -91,11 +92,12 @@ def _system_human_file(path: str | None) -> dict[str, dict[str, float]] | None:
             try:
                 value = float(parts[1])
             except (IndexError, ValueError):
-                if number == 1:
-                    continue  # header
+                if number == 1 and len(parts) == 2:
+                    quality = parts[1].strip() or quality   # a header names the quality
+                    continue
                 raise InputError("expected 'system<TAB>value'", path=path, line=number) from None
-            out[parts[0]] = {"human": value}
-    return out
+            values[parts[0]] = value
+    return {s: {quality: v} for s, v in values.items()}
 
 
 def cmd_compare(args) -> int:
@@ -164,7 +166,8 @@ def add_commands(sub) -> None:
         p.add_argument("--human", action="append",
                        help="rated quality to compare like a metric (repeatable or comma-separated)")
         p.add_argument("--system-human", metavar="TSV",
-                       help="published human system means, 'system<TAB>value' lines (e.g. DSTC6)")
+                       help="published human system means: 'system<TAB>value' lines, an optional header "
+                            "line naming the quality (e.g. DSTC6's human_evaluation_results.txt)")
         p.add_argument("--baseline", metavar="SYSTEM",
                        help="test every system against this one (default: all pairs"
                             + ("; the report uses the first system)" if not table else ")"))
