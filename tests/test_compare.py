@@ -131,9 +131,12 @@ def test_compare_cli(tmp_path, capsys):
     row = json.loads(scores.read_text().splitlines()[0])
     assert set(row["stats"]) == {"bleu4"} and len(row["stats"]["bleu4"]) == 10
     assert row["response"] == HYPS["A"][0] and row["references"] == REFS[0]
+    assert row["signatures"]["bleu4"].startswith("bleu4|refs:multi|tok:whitespace|smooth:coco")
+    assert "signatures" not in json.loads(scores.read_text().splitlines()[1])   # once per file
     capsys.readouterr()
     assert main(["compare", str(scores), "--baseline", "A", "--n-resamples", "200", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    assert out["measures"]["bleu4"]["signature"] == row["signatures"]["bleu4"]
     lib = C.compare_systems([json.loads(line) for line in scores.read_text().splitlines()],
                             baseline="A", n_resamples=200)
     assert [r.get("p") for r in out["scores"]] == [r.get("p") for r in lib.rows]
@@ -146,6 +149,15 @@ def test_compare_cli(tmp_path, capsys):
                  "--human", "overall", "--report", str(report)]) == 0
     html = report.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and '<section id="systems">' in html
+    page = tmp_path / "report.html"
+    assert main(["report", str(scores), "--human", "overall", "-o", str(page), "--n-boot", "50",
+                 "--n-resamples", "50"]) == 0
+    import hashlib
+
+    html = page.read_text(encoding="utf-8")
+    assert hashlib.sha256(scores.read_bytes()).hexdigest() in html      # input hash in the page
+    assert row["signatures"]["bleu4"] in html
+    assert main(["report", str(scores), "-o", str(tmp_path / "report.md")]) == 2
     assert main(["compare", str(scores), "--baseline", "Z"]) == 2
     assert "not a system" in capsys.readouterr().err
 

@@ -70,17 +70,32 @@ def stats_metrics(result) -> dict[str, Any]:
 def score_rows(result, *, with_stats: bool = True) -> list[dict]:
     """Rows as `dialeval score -o` writes them, plus (with `with_stats`) each sample's response,
     references and the statistics rows of the metrics that reduce summed statistics: what
-    `compare` and `report` need to recompute corpus scores on resamples."""
+    `compare` and `report` need to recompute corpus scores on resamples. The first row also
+    carries `signatures` (metric -> signature), once per file rather than on every row."""
     rows = list(result.records())
     if not with_stats:
         return rows
     summed = stats_metrics(result)
+    if rows:
+        rows[0]["signatures"] = dict(result.signatures)   # once per file: how each score was made
     for i, (row, sample) in enumerate(zip(rows, result.samples)):
         row["response"] = sample.response
         row["references"] = list(sample.references)
         if summed:
             row["stats"] = {m: [float(v) for v in result.stats[m][i]] for m in summed}
     return rows
+
+
+def row_signatures(rows: Sequence[dict]) -> dict[str, str]:
+    """The metric signatures recorded in score rows (`signatures` on a file's first row); when
+    files were concatenated, a metric signed differently in two of them is refused."""
+    out: dict[str, str] = {}
+    for row in rows:
+        for metric, sig in (row.get("signatures") or {}).items():
+            if out.setdefault(metric, sig) != sig:
+                raise DialevalError(f"{metric} is scored two ways in this file: {out[metric]!r} "
+                                    f"and {sig!r}; compare scores made the same way")
+    return out
 
 
 def _float(v: Any) -> float:
@@ -311,6 +326,7 @@ def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = Non
         raise DialevalError(f"--baseline {baseline!r} is not a system of the file "
                             f"(systems: {', '.join(systems[:10])}{' ...' if len(systems) > 10 else ''})")
     if measures is None:
+        signatures = {**row_signatures(rows), **(signatures or {})}
         measures = measures_from_rows(rows, metrics, signatures)
     measures = dict(measures)
     metric_names = list(measures)

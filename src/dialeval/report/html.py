@@ -97,8 +97,10 @@ def build_report(rows: Sequence[dict], *, qualities: Sequence[str] | None = None
     from ..meta.significance import williams_test
     from . import figures
 
+    from ..meta.systems import row_signatures
+
     rows = list(rows)
-    signatures = dict(signatures or {})
+    signatures = {**row_signatures(rows), **(signatures or {})}
     if qualities is None:
         qualities = default_qualities(rows)
     item_qualities = [q for q in qualities
