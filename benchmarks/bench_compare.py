@@ -36,6 +36,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=12345)
     ap.add_argument("--json", help="write every number here")
+    ap.add_argument("--ar-systems", type=int, default=5,
+                    help="also check approximate randomization on the first N systems (0: skip)")
+    ap.add_argument("--ar-n", type=int, default=2000, help="AR trials for that check")
     args = ap.parse_args()
     os.environ["SACREBLEU_SEED"] = str(args.seed)
     from sacrebleu.metrics import BLEU
@@ -128,12 +131,35 @@ def main() -> None:
           f"sacreBLEU statistics + paired test {t5 - t4:.2f} s; "
           f"ratio (sacreBLEU / dialeval, whole) {(t5 - t4) / (t3 - t0):.2f}x, "
           f"(sacreBLEU whole / dialeval test alone) {(t5 - t4) / (t3 - t2):.2f}x")
+    ar = []
+    if args.ar_systems > 1:
+        subset = names[:args.ar_systems]
+        sub_rows = [r for r in rows if r["system"] in subset]
+        t6 = time.perf_counter()
+        ours_ar = S.compare_systems(sub_rows, baseline=names[0], test="ar", n_resamples=args.ar_n,
+                                    seed=args.seed)
+        t7 = time.perf_counter()
+        test = PairedTest([(n, hyps[n]) for n in subset], {"BLEU": BLEU(tokenize="none")},
+                          references=ref_streams, test_type="ar", n_samples=args.ar_n)
+        _, res_ar = test()
+        t8 = time.perf_counter()
+        mine_ar = {r["system"]: r.get("p") for r in ours_ar.rows if r["measure"] == "bleu4"}
+        print()
+        print(f"approximate randomization, {args.ar_n} trials, seed {args.seed}, vs {names[0]}:")
+        for n, t in zip(res_ar["System"], res_ar["BLEU"]):
+            if t.p_value is not None:
+                ar.append({"system": n, "p_dialeval": mine_ar[n], "p_sacrebleu": t.p_value})
+                print(f"  {n:6s} p dialeval {mine_ar[n]:.4f}  p sacreBLEU {t.p_value:.4f}")
+        print(f"  max |p diff| = {max(abs(a['p_dialeval'] - a['p_sacrebleu']) for a in ar):.2e}; "
+              f"time dialeval {t7 - t6:.2f} s, sacreBLEU {t8 - t7:.2f} s "
+              f"(ratio {(t8 - t7) / (t7 - t6):.1f}x)")
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"signature": ours.signature, "sacrebleu_signature": str(sigs["BLEU"]),
                        "rows": table, "max_bleu_diff": max_bleu, "max_p_diff": max_p,
                        "max_procedure_p_diff": max_proc_p, "max_procedure_ci_diff": max_proc_ci,
+                       "approximate_randomization": ar,
                        "times": {"dialeval_score": t1 - t0, "dialeval_test": t3 - t2,
                                  "sacrebleu": t5 - t4}}, f, indent=1)
 
