@@ -111,6 +111,10 @@ def test_approximate_randomization():
     sel = C.ar_selectors(200, 999, seed=1)
     assert C.approximate_randomization_p(near, a, near, b, sel) > 0.05
     assert C.approximate_randomization_p(far, a, far, b, sel) == pytest.approx(1 / 1000)
+    # identical systems: p = 1 (sacreBLEU's strict count would give its smallest p)
+    same = C.mean_measure("m", np.concatenate([base, base]))
+    assert C.approximate_randomization_p(same, a, same, b, sel) == 1.0
+    assert C.paired_bootstrap_p(np.ones(5), np.ones(5), 0.0) == 1.0
 
 
 def test_corpus_bleu_needs_statistics_rows(scored):

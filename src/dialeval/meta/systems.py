@@ -20,6 +20,10 @@ here can be checked against `sacrebleu --paired-bs` / `--paired-ar`:
   between the two systems; p = (#{|a - b| > observed |difference|} + 1) / (n + 1).
   sacreBLEU's default is 1,000 resamples for the bootstrap and 10,000 trials for AR, seed 12345.
 
+One deliberate difference: two systems with exactly the same corpus score get p = 1. sacreBLEU
+counts `> observed` strictly, so a zero observed difference gives its smallest p, 1/(n+1), and
+a "significant" mark on systems that do not differ at all.
+
 Every run carries a signature (`compare|test:bs|n:1000|seed:12345|ci:95|version:...`).
 
 Items are aligned across systems by a key: the sample's context and references (and which
@@ -249,6 +253,8 @@ def p_value(samples: np.ndarray, observed: float) -> float:
 
 
 def paired_bootstrap_p(base: np.ndarray, other: np.ndarray, observed: float) -> float:
+    if observed == 0:
+        return 1.0          # no difference to explain (see the module docstring)
     diffs = np.abs(other - base)
     return p_value(diffs - diffs.mean(), abs(observed))
 
@@ -264,6 +270,8 @@ def approximate_randomization_p(measure_a: Measure, idx_a: np.ndarray, measure_b
         shuf_b.append(measure_b.reduce(sum_a - moved))   # neg @ a + pos @ b
     shuf_a, shuf_b = np.concatenate(shuf_a), np.concatenate(shuf_b)
     observed = abs(measure_a.score(idx_a) - measure_b.score(idx_b))
+    if observed == 0:
+        return 1.0
     return p_value(np.abs(shuf_a - shuf_b), observed)
 
 
