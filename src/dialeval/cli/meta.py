@@ -158,17 +158,22 @@ def _metric_options(args) -> dict:
 
 
 def cmd_evaluate(args) -> int:
+    from dialeval.data.datasets import load_dataset
     from dialeval.data.writers import write_jsonl
-    from dialeval.meta.evaluate import evaluate_dataset
+    from dialeval.meta.evaluate import evaluate_scored
+    from dialeval.scoring import score
 
-    ev = evaluate_dataset(args.dataset, args.path, _names(args.metrics) or [],
-                          qualities=_names(args.qualities),
-                          levels=None if args.level is None else _levels(args.level, "turn"),
-                          methods=_methods(args.method),
-                          exclude_systems=tuple(args.exclude_system or ()),
-                          refs_mode=args.refs_mode, tokenizer=args.tokenize,
-                          compare_metrics=args.compare, compare_method=args.compare_method,
-                          n_boot=args.n_boot, seed=args.seed, warn=_warn, **_metric_options(args))
+    kwargs = {}
+    if args.exclude_system:
+        kwargs["exclude_systems"] = tuple(args.exclude_system)
+    dataset = load_dataset(args.dataset, args.path, **kwargs)
+    result = score(dataset.samples, _names(args.metrics) or [], refs_mode=args.refs_mode,
+                   tokenizer=args.tokenize, **_metric_options(args))
+    ev = evaluate_scored(dataset, result, qualities=_names(args.qualities),
+                         levels=None if args.level is None else _levels(args.level, "turn"),
+                         methods=_methods(args.method), compare_metrics=args.compare,
+                         compare_method=args.compare_method, n_boot=args.n_boot, seed=args.seed,
+                         warn=_warn)
     if ev.dataset.system_ratings and args.level not in (None, "system"):
         _warn(f"{ev.dataset.info.name} has only system-level human scores; --level ignored")
     if args.output:

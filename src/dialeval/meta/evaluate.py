@@ -176,12 +176,8 @@ def evaluate_dataset(name: str, path: str | os.PathLike, metrics: Sequence[str],
                      compare_metrics: bool = False, compare_method: str = "pearson",
                      n_boot: int = 1000, seed: int = 0, warn=None,
                      **metric_options: Any) -> Evaluation:
-    """Load a public data set, score it with `metrics`, and correlate every quality.
-
-    Data sets that publish only system means (DSTC6) are correlated at system level: each
-    system's corpus score against its mean (no CI: nothing to resample on the human side).
-    Otherwise every level in `levels` (default: the data set's own level) is correlated, and
-    with `compare_metrics` every pair of metrics is tested (Williams + paired bootstrap)."""
+    """Load a public data set, score it with `metrics`, and correlate every quality
+    (`evaluate_scored` does the last step for a data set already loaded and scored)."""
     from ..data.datasets import load_dataset
     from ..scoring import score
 
@@ -189,6 +185,21 @@ def evaluate_dataset(name: str, path: str | os.PathLike, metrics: Sequence[str],
     dataset = load_dataset(name, path, **kwargs)
     result = score(dataset.samples, list(metrics), refs_mode=refs_mode, tokenizer=tokenizer,
                    **metric_options)
+    return evaluate_scored(dataset, result, qualities=qualities, levels=levels, methods=methods,
+                           compare_metrics=compare_metrics, compare_method=compare_method,
+                           n_boot=n_boot, seed=seed, warn=warn)
+
+
+def evaluate_scored(dataset, result, *, qualities: Sequence[str] | None = None,
+                    levels: Sequence[str] | None = None, methods: Sequence[str] = METHODS,
+                    compare_metrics: bool = False, compare_method: str = "pearson",
+                    n_boot: int = 1000, seed: int = 0, warn=None) -> Evaluation:
+    """Correlate every quality of a loaded `dataset` with its scores `result`.
+
+    Data sets that publish only system means (DSTC6) are correlated at system level: each
+    system's corpus score against its mean (no CI: nothing to resample on the human side).
+    Otherwise every level in `levels` (default: the data set's own level) is correlated, and
+    with `compare_metrics` every pair of metrics is tested (Williams + paired bootstrap)."""
     qualities = list(qualities or dataset.info.qualities)
     out = Evaluation(dataset=dataset, result=result, qualities=qualities,
                      extra={"dataset": dataset.info.name, "samples": len(dataset.samples),
@@ -215,5 +226,5 @@ def evaluate_dataset(name: str, path: str | os.PathLike, metrics: Sequence[str],
     return out
 
 
-__all__ = ["Evaluation", "evaluate_dataset", "read_scores", "columns", "correlation_rows", "comparison_rows", "system_level_rows",
+__all__ = ["Evaluation", "evaluate_dataset", "evaluate_scored", "read_scores", "columns", "correlation_rows", "comparison_rows", "system_level_rows",
            "level_points", "levels_available"]
