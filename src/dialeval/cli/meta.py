@@ -66,14 +66,15 @@ def _print_result(args, correlations: list[dict], comparisons: list[dict], extra
         print(json.dumps(json_value({**extra, "correlations": correlations,
                                      "comparisons": comparisons}), ensure_ascii=False))
         return
+    lead = {"csv": "# ", "latex": "% "}.get(args.table_format, "")   # comment lines there
     print(_correlation_table(correlations, args.table_format))
     if comparisons:
         print()
-        print("Is A's correlation higher than B's? (one-sided; Williams' t-test and paired bootstrap)")
+        print(lead + "Is A's correlation higher than B's? (one-sided; Williams' t-test and paired bootstrap)")
         print(_comparison_table(comparisons, args.table_format))
     if correlations and correlations[0].get("n_boot"):
         print()
-        print(f"CI: percentile bootstrap, {correlations[0]['n_boot']} resamples, seed {args.seed}")
+        print(f"{lead}CI: percentile bootstrap, {correlations[0]['n_boot']} resamples, seed {args.seed}")
 
 
 def _analyse(args, rows: list[dict], quality: str, levels: list[str], metrics=None):

@@ -128,13 +128,15 @@ def cmd_compare(args) -> int:
     if args.json:
         print(json.dumps(json_value(data), ensure_ascii=False))
         return 0
+    # titles and notes as `# ` lines in CSV (pandas: read_csv(..., comment="#")), `% ` in LaTeX
+    lead = {"csv": "# ", "latex": "% "}.get(args.table_format, "")
     for title, table in compare_tables(data, args.table_format):
-        print(title)
+        print(lead + title)
         print(table)
         print()
     for note in cmp.notes:
-        print(f"note: {note}")
-    print(cmp.signature)
+        print(f"{lead}note: {note}")
+    print(lead + cmp.signature)
     return 0
 
 
