@@ -232,7 +232,10 @@ def build_report(rows: Sequence[dict], *, qualities: Sequence[str] | None = None
                              for h in human_names],
         "compare_signature": cmp["signature"], "test": cmp["test"],
         "n_resamples": cmp["n_resamples"], "seed": cmp["seed"], "baseline": baseline,
-        "corr": {"n_boot": n_boot, "seed": corr_seed, "levels": levels},
+        "corr": {"n_boot": n_boot, "seed": corr_seed,
+                 "levels": list(dict.fromkeys(c["level"] for c in corr_rows)),
+                 "fixed_human": any(cmp["measures"][h]["kind"] == "published-system-means"
+                                    for h in human_names)},
         "measures": [{"name": m, "kind": cmp["measures"][m]["kind"]} for m in metric_names + human_names],
         "system_rows": system_rows, "notes": cmp["notes"],
         "correlations": corr_rows, "heatmap_svg": heatmap_svg, "scatter": scatter,
