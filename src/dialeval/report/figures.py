@@ -55,10 +55,9 @@ def _fit_line(ax, x: np.ndarray, y: np.ndarray) -> None:
                 label="least-squares fit")
 
 
-def _annotate(ax, r: float, n: int, method: str = "Pearson") -> None:
-    text = f"{method} r = {r:.3f}, n = {n}" if math.isfinite(r) else f"r undefined, n = {n}"
-    ax.text(0.02, 0.98, text, transform=ax.transAxes, va="top", ha="left",
-            bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "#999999", "pad": 2})
+def _stat_line(r: float, n: int, method: str = "Pearson") -> str:
+    """`Pearson r = 0.286, n = 300`: the second title line (never over the points)."""
+    return f"{method} r = {r:.3f}, n = {n}" if math.isfinite(r) else f"r undefined, n = {n}"
 
 
 def turn_scatter(x: Sequence[float], y: Sequence[float], systems: Sequence[str], *, metric: str,
@@ -79,10 +78,9 @@ def turn_scatter(x: Sequence[float], y: Sequence[float], systems: Sequence[str],
             if m.any():
                 ax.scatter(x[m], shown[m], s=9, alpha=0.6, color=colours[s], label=s, linewidths=0)
         _fit_line(ax, x[ok], y[ok])
-        _annotate(ax, r, int(ok.sum()))
         ax.set_xlabel(metric)
         ax.set_ylabel(f"{quality} (mean rating, jittered)")
-        ax.set_title(f"turn level: {metric} vs {quality}")
+        ax.set_title(f"turn level: {metric} vs {quality}\n{_stat_line(r, int(ok.sum()))}")
         if len(colours) <= 12:
             ax.legend(fontsize=6, loc="lower right", frameon=True, markerscale=1.2)
         return _svg(fig)
@@ -111,10 +109,9 @@ def system_scatter(x: Sequence[float], y: Sequence[float], systems: Sequence[str
                         elinewidth=0.8, capsize=1.5)
             ax.annotate(s, (x[i], y[i]), fontsize=6, xytext=(3, 3), textcoords="offset points")
         _fit_line(ax, x[ok], y[ok])
-        _annotate(ax, r, int(ok.sum()))
         ax.set_xlabel(f"{metric} (corpus score per system, 95% CI)")
         ax.set_ylabel(f"{quality} (system mean)")
-        ax.set_title(f"system level: {metric} vs {quality}")
+        ax.set_title(f"system level: {metric} vs {quality}\n{_stat_line(r, int(ok.sum()))}")
         return _svg(fig)
 
 

@@ -35,8 +35,9 @@ def _save(fig, path: str) -> None:
         fig.savefig(handle, format="png", dpi=120, bbox_inches="tight")
 
 
-def _fit_and_label(ax, x: np.ndarray, y: np.ndarray) -> None:
-    """Least-squares line on the (unjittered) points and `Pearson r = ..., n = ...` in a corner."""
+def _fit_and_label(ax, x: np.ndarray, y: np.ndarray) -> str:
+    """Least-squares line on the (unjittered) points; returns `Pearson r = ..., n = ...` for
+    the title's second line (a title never hides points)."""
     from ..meta.correlation import correlation
 
     if len(x) >= 2 and np.ptp(x) > 0:
@@ -44,9 +45,7 @@ def _fit_and_label(ax, x: np.ndarray, y: np.ndarray) -> None:
         xs = np.array([x.min(), x.max()])
         ax.plot(xs, intercept + slope * xs, color="#222222", linewidth=1.2, linestyle="--")
     r = correlation(x, y, "pearson")[0] if len(x) >= 2 else float("nan")
-    text = f"Pearson r = {r:.3f}, n = {len(x)}" if np.isfinite(r) else f"r undefined, n = {len(x)}"
-    ax.text(0.02, 0.98, text, transform=ax.transAxes, va="top", ha="left", fontsize=8,
-            bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "#999999", "pad": 2})
+    return f"Pearson r = {r:.3f}, n = {len(x)}" if np.isfinite(r) else f"r undefined, n = {len(x)}"
 
 
 def scatter_plots(values: dict[str, np.ndarray], human: np.ndarray, out_dir: str, *,
@@ -72,12 +71,12 @@ def scatter_plots(values: dict[str, np.ndarray], human: np.ndarray, out_dir: str
             if m.any():
                 ax.scatter(x[m], shown[m], s=8, alpha=0.5, color=cmap(k % cmap.N),
                            label=g, linewidths=0)
-        _fit_and_label(ax, x[ok], y[ok])
+        stat = _fit_and_label(ax, x[ok], y[ok])
         if names is not None and 1 < len(groups) <= 12:
             ax.legend(fontsize=6, loc="lower right")
         ax.set_xlabel(metric)
         ax.set_ylabel(f"{quality} (jittered)")
-        ax.set_title(title or f"turn level: {metric} vs {quality}")
+        ax.set_title(f"{title or f'turn level: {metric} vs {quality}'}\n{stat}")
         path = os.path.join(out_dir, f"scatter_{_safe(metric)}_{_safe(quality)}.png")
         _save(fig, path)
         plt.close(fig)
@@ -103,10 +102,10 @@ def system_scatter_plots(system_values: dict[str, dict[str, float]], human: dict
         for s, xi, yi, good in zip(names, x, y, ok):
             if good:
                 ax.annotate(str(s), (xi, yi), fontsize=6, xytext=(3, 3), textcoords="offset points")
-        _fit_and_label(ax, x[ok], y[ok])
+        stat = _fit_and_label(ax, x[ok], y[ok])
         ax.set_xlabel(f"{metric} (per system)")
         ax.set_ylabel(f"{quality} (system mean)")
-        ax.set_title(f"system level: {metric} vs {quality}")
+        ax.set_title(f"system level: {metric} vs {quality}\n{stat}")
         path = os.path.join(out_dir, f"system_{_safe(metric)}_{_safe(quality)}.png")
         _save(fig, path)
         plt.close(fig)
