@@ -110,8 +110,8 @@ def cmd_correlate(args) -> int:
 
 
 def _correlate_plots(args, rows, values, human, levels) -> list[str]:
-    """Turn-level scatters for `turn`; for `system`, one point per system: the mean of each
-    system's metric and human scores (the points `--level system` correlates)."""
+    """Turn-level scatters for `turn`; for `dialogue` and `system`, one point per dialogue /
+    system: the means of its metric and human scores (the points that level correlates)."""
     from dialeval.meta.correlation import group_means
     from dialeval.meta.matrix import correlation_matrix
     from dialeval.report.plots import heatmap, scatter_plots, system_scatter_plots
@@ -120,9 +120,23 @@ def _correlate_plots(args, rows, values, human, levels) -> list[str]:
 
     systems = [r.get("system") for r in rows]
     plots: list[str] = []
-    if "turn" in levels or "dialogue" in levels:
+    if "turn" in levels:
         plots += scatter_plots(values, human, args.plot, quality=args.human, seed=args.seed,
                                systems=systems if any(s is not None for s in systems) else None)
+    if "dialogue" in levels:
+        dialogues = [(r.get("meta") or {}).get("dialogue_id") for r in rows]
+        for metric, x in values.items():
+            ok = np.isfinite(x) & np.isfinite(human)
+            keys = [d for d, good in zip(dialogues, ok) if good]
+            names, means = group_means(np.stack([x[ok], human[ok]]), keys)
+            owners: dict = {}
+            for d, s in zip(dialogues, systems):
+                owners.setdefault(d, set()).add(s)
+            # colour by system only where each dialogue is one system's
+            single = all(len(v) == 1 and None not in v for v in owners.values())
+            colour = [next(iter(owners[d])) for d in names] if single else None
+            plots += scatter_plots({metric: means[0]}, means[1], args.plot, quality=args.human,
+                                   seed=args.seed, level="dialogue", jitter=0.0, systems=colour)
     if "system" in levels:
         sys_values: dict = {}
         sys_human: dict = {}

@@ -50,7 +50,8 @@ def _fit_and_label(ax, x: np.ndarray, y: np.ndarray) -> str:
 
 def scatter_plots(values: dict[str, np.ndarray], human: np.ndarray, out_dir: str, *,
                   quality: str = "human", jitter: float = 0.1, seed: int = 0,
-                  title: str = "", systems: Sequence | None = None) -> list[str]:
+                  title: str = "", systems: Sequence | None = None,
+                  level: str = "turn") -> list[str]:
     """One PNG per metric: metric (x) against the human score (y, jittered for drawing only),
     coloured by system when `systems` is given, with a fit line, r and n. Returns paths."""
     plt = _pyplot()
@@ -75,9 +76,10 @@ def scatter_plots(values: dict[str, np.ndarray], human: np.ndarray, out_dir: str
         if names is not None and 1 < len(groups) <= 12:
             ax.legend(fontsize=6, loc="lower right")
         ax.set_xlabel(metric)
-        ax.set_ylabel(f"{quality} (jittered)")
-        ax.set_title(f"{title or f'turn level: {metric} vs {quality}'}\n{stat}")
-        path = os.path.join(out_dir, f"scatter_{_safe(metric)}_{_safe(quality)}.png")
+        ax.set_ylabel(f"{quality} (jittered)" if jitter else f"{quality} (mean)")
+        ax.set_title(f"{title or f'{level} level: {metric} vs {quality}'}\n{stat}")
+        prefix = "scatter" if level == "turn" else level
+        path = os.path.join(out_dir, f"{prefix}_{_safe(metric)}_{_safe(quality)}.png")
         _save(fig, path)
         plt.close(fig)
         paths.append(path)
