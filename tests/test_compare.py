@@ -176,3 +176,22 @@ def test_score_report_extension_picks_the_format(tmp_path):
         path = tmp_path / name
         assert main(["score", str(data), "--metrics", "bleu4,rouge_l", "--report", str(path)]) == 0
         assert path.read_text(encoding="utf-8").startswith(start), name
+
+
+def test_evaluate_dataset_correlates_what_it_scored():
+    """The library behind `dialeval evaluate`: its turn-level Pearson r is scipy's on the
+    sentence scores and the raters' means, and its rows feed `compare`."""
+    from scipy.stats import pearsonr
+
+    from conftest import DATA, need
+    from dialeval.meta.evaluate import evaluate_dataset
+
+    need(DATA / "usr" / "tc_usr_data.json")
+    ev = evaluate_dataset("usr-tc", DATA / "usr", ["bleu1"], qualities=["overall"],
+                          methods=["pearson"], exclude_systems=["Original Ground Truth"], n_boot=50)
+    human = [np.mean(s.ratings["overall"]) for s in ev.dataset.samples]
+    row = ev.correlations[0]
+    assert (row["metric"], row["level"], row["n"]) == ("bleu1", "turn", 300)
+    assert row["r"] == pytest.approx(pearsonr(ev.result.sentence["bleu1"], human).statistic)
+    cmp = C.compare_systems(ev.rows(), n_resamples=50, baseline="Argmax Decoding")
+    assert {r["system"] for r in cmp.rows} == set(ev.result.systems)
