@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import select
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -52,7 +53,8 @@ class Browser:
         self._profile = tempfile.mkdtemp(prefix="dialeval-chromium-")
         to_chrome_r, self._to_chrome = os.pipe()
         self._from_chrome, from_chrome_w = os.pipe()
-        cmd = " ".join([self.binary, *CHROMIUM_FLAGS, f"--user-data-dir={self._profile}",
+        cmd = " ".join([shlex.quote(self.binary), *CHROMIUM_FLAGS,
+                        shlex.quote(f"--user-data-dir={self._profile}"),
                         "--remote-debugging-pipe", "about:blank",
                         f"3<&{to_chrome_r}", f"4>&{from_chrome_w}"])
         self._proc = subprocess.Popen(["bash", "-c", "exec " + cmd], pass_fds=(to_chrome_r, from_chrome_w),
