@@ -7,7 +7,7 @@ PY=${PYTHON:-python3}
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 
 # --- Debian packages -------------------------------------------------------------------
-APT_PACKAGES=(wordnet-base wordnet-sense-index cmake g++ zlib1g-dev libbz2-dev liblzma-dev libboost-program-options-dev libboost-system-dev libboost-thread-dev libboost-test-dev)
+APT_PACKAGES=(wordnet-base wordnet-sense-index cmake g++ zlib1g-dev libbz2-dev liblzma-dev libboost-program-options-dev libboost-system-dev libboost-thread-dev libboost-test-dev chromium)
 if [ ${#APT_PACKAGES[@]} -gt 0 ]; then
   missing=()
   for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -55,7 +55,10 @@ def test_correlate_levels_table_and_plots(tmp_path, capsys):
     assert "dialogue" in captured.out and "system" in captured.out
     assert "only 4 points" in captured.err  # 4 systems: warned
     pngs = sorted(p.name for p in plots.iterdir())
-    assert pngs == ["heatmap_metrics.png", "scatter_good_overall.png", "scatter_noise_overall.png"]
+    # turn-level scatters; dialogue and system levels draw one point per dialogue / system
+    assert pngs == ["dialogue_good_overall.png", "dialogue_noise_overall.png",
+                    "heatmap_metrics.png", "scatter_good_overall.png", "scatter_noise_overall.png",
+                    "system_good_overall.png", "system_noise_overall.png"]
     assert all((plots / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
 
 

@@ -27,6 +27,7 @@ CLI_EXTENSIONS: list[str] = [
     "dialeval.cli.lm",
     "dialeval.cli.augment",
     "dialeval.cli.amfm",
+    "dialeval.cli.report",
 ]
 
 
@@ -58,37 +59,25 @@ def load_input(args) -> list:
 
 
 def system_table(result, table_format: str = "plain") -> str:
-    """Per-system corpus values (and an `(all)` row when there are several systems)."""
-    from dialeval.data.writers import format_table
+    """Per-system corpus values (kept here for old imports; see `dialeval.report.tables`)."""
+    from dialeval.report.tables import system_table as _system_table
 
-    header = ["system", "n"] + result.metrics
-    counts: dict[str, int] = {}
-    for s in result.samples:
-        key = s.system if s.system is not None else "all"
-        counts[key] = counts.get(key, 0) + 1
-    rows = [[system, counts[system]] + [vals[m] for m in result.metrics]
-            for system, vals in result.systems.items()]
-    if len(rows) > 1:
-        rows.append(["(all)", len(result.samples)] + [result.corpus[m] for m in result.metrics])
-    return format_table(header, rows, fmt=table_format)
+    return _system_table(result, table_format)
 
 
 def cmd_score(args) -> int:
-    from dialeval.data.writers import atomic_write, write_json, write_jsonl
+    from dialeval.data.writers import write_jsonl
     from dialeval.scoring import score
 
     samples = load_input(args)
     result = score(samples, _split_metrics(args.metrics), refs_mode=args.refs_mode,
                    tokenizer=args.tokenize, **metric_options(args))
     if args.output:
-        write_jsonl(args.output, result.records())
+        from dialeval.meta.systems import score_rows
+
+        write_jsonl(args.output, score_rows(result, with_stats=args.with_stats))
     if args.report:
-        if args.report.endswith(".json"):
-            write_json(args.report, result.summary())
-        else:
-            with atomic_write(args.report) as handle:
-                handle.write(system_table(result, "markdown") + "\n\n")
-                handle.writelines(f"- `{m}`: `{result.signatures[m]}`\n" for m in result.metrics)
+        write_score_report(args, result)
     if args.json:
         print(json.dumps(result.summary(), ensure_ascii=False))
     else:
@@ -97,6 +86,27 @@ def cmd_score(args) -> int:
         for m in result.metrics:
             print(f"{m}: {result.signatures[m]}")
     return 0
+
+
+def write_score_report(args, result) -> None:
+    """`--report PATH`: by extension, the HTML report, the JSON summary, or the system table
+    (LaTeX for .tex, CSV for .csv, Markdown otherwise) with the signatures."""
+    from dialeval.data.writers import write_json
+    from dialeval.meta.systems import score_rows
+    from dialeval.report.tables import system_table as table
+
+    from .report import _inputs, report_kind, write_html_report, write_tables
+
+    kind = report_kind(args.report)
+    if kind == "html":
+        inputs = _inputs([args.input] + list(args.hyp or []) + list(args.ref or []))
+        write_html_report(args.report, score_rows(result), signatures=result.signatures,
+                          inputs=inputs, title="dialeval score report")
+    elif kind == "json":
+        write_json(args.report, result.summary())
+    else:
+        write_tables(args.report, [("systems", table(result, kind))], kind,
+                     [f"{m}: {result.signatures[m]}" for m in result.metrics])
 
 
 def cmd_metrics(args) -> int:
@@ -131,8 +141,14 @@ def add_score_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma-separated (default: {DEFAULT_METRICS})")
     p.add_argument("-o", "--output", help="per-sample JSONL output")
     p.add_argument("--json", action="store_true", help="print one JSON summary instead of a table")
-    p.add_argument("--report", help="also write the aggregate report: .json, or a markdown table otherwise")
-    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    p.add_argument("--report", help="also write a report: .html (self-contained HTML), .json (summary), "
+                   ".tex (LaTeX table), .csv, or a Markdown table otherwise")
+    p.add_argument("--with-stats", action="store_true",
+                   help="with -o: also write each sample's response, references and the statistics "
+                        "rows of corpus-statistic metrics (BLEU, METEOR), which `compare` and "
+                        "`report` need to recompute corpus scores on resamples")
+    p.add_argument("--table-format", default="plain", choices=["plain", "markdown", "latex", "csv"],
+                   help="table format (--format names the input format here)")
     add_scoring_flags(p)
     p.set_defaults(func=cmd_score)
     return p

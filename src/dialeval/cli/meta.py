@@ -7,7 +7,6 @@ is imported at module level.
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 from dialeval.errors import DialevalError
@@ -24,41 +23,16 @@ def _warn(message: str) -> None:
     print(f"dialeval: warning: {message}", file=sys.stderr)
 
 
-def _fmt(v, digits=4):
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
-    if isinstance(v, float):
-        return f"{v:.{digits}f}"
-    return str(v)
-
-
-def _p(v) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
-    return f"{v:.4f}" if v >= 1e-4 else f"{v:.2e}"
-
-
 def _correlation_table(rows: list[dict], fmt: str) -> str:
-    from dialeval.data.writers import format_table
+    from dialeval.report.tables import correlation_table
 
-    header = ["metric", "quality", "level", "method", "r", "p", "95% CI", "n"]
-    body = [[r["metric"], r["quality"], r["level"], r["method"], _fmt(r["r"]), _p(r["p"]),
-             "n/a" if not math.isfinite(r["ci_low"]) else f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]",
-             r["n"]] for r in rows]
-    return format_table(header, body, fmt=fmt)
+    return correlation_table(rows, fmt)
 
 
 def _comparison_table(rows: list[dict], fmt: str) -> str:
-    from dialeval.data.writers import format_table
+    from dialeval.report.tables import metric_comparison_table
 
-    header = ["A", "B", "quality", "level", "method", "r(A)", "r(B)", "r(A,B)", "Williams t",
-              "p (Williams)", "p (bootstrap)", "95% CI r(A)-r(B)"]
-    body = [[r["metric_a"], r["metric_b"], r["quality"], r["level"], r["method"], _fmt(r["r_a"]),
-             _fmt(r["r_b"]), _fmt(r["r_ab"]), _fmt(r["williams_t"], 3), _p(r["williams_p"]),
-             f"<{1 / r['n_boot']:.0e}" if r["bootstrap_p"] == 0 else _p(r["bootstrap_p"]),
-             "n/a" if not math.isfinite(r["diff_ci_low"]) else
-             f"[{r['diff_ci_low']:.4f}, {r['diff_ci_high']:.4f}]"] for r in rows]
-    return format_table(header, body, fmt=fmt)
+    return metric_comparison_table(rows, fmt)
 
 
 def _levels(arg: str, default: str) -> list[str]:
@@ -92,14 +66,15 @@ def _print_result(args, correlations: list[dict], comparisons: list[dict], extra
         print(json.dumps(json_value({**extra, "correlations": correlations,
                                      "comparisons": comparisons}), ensure_ascii=False))
         return
+    lead = {"csv": "# ", "latex": "% "}.get(args.table_format, "")   # comment lines there
     print(_correlation_table(correlations, args.table_format))
     if comparisons:
         print()
-        print("Is A's correlation higher than B's? (one-sided; Williams' t-test and paired bootstrap)")
+        print(lead + "Is A's correlation higher than B's? (one-sided; Williams' t-test and paired bootstrap)")
         print(_comparison_table(comparisons, args.table_format))
     if correlations and correlations[0].get("n_boot"):
         print()
-        print(f"CI: percentile bootstrap, {correlations[0]['n_boot']} resamples, seed {args.seed}")
+        print(f"{lead}CI: percentile bootstrap, {correlations[0]['n_boot']} resamples, seed {args.seed}")
 
 
 def _analyse(args, rows: list[dict], quality: str, levels: list[str], metrics=None):
@@ -126,17 +101,57 @@ def cmd_correlate(args) -> int:
     values, human, corr, comps = _analyse(args, rows, args.human, levels, _names(args.metrics))
     plots = []
     if args.plot:
-        from dialeval.report.plots import correlation_matrix, heatmap, scatter_plots
-
-        plots = scatter_plots(values, human, args.plot, quality=args.human, seed=args.seed)
-        plots.append(heatmap(correlation_matrix(values, "spearman"), list(values),
-                             f"{args.plot}/heatmap_metrics.png",
-                             title="Spearman between metrics"))
+        plots = _correlate_plots(args, rows, values, human, levels)
     _print_result(args, corr, comps, {"input": args.scores, "quality": args.human,
                                       **({"plots": plots} if plots else {})})
     if plots and not args.json:
         print(f"plots: {', '.join(plots)}", file=sys.stderr)
     return 0
+
+
+def _correlate_plots(args, rows, values, human, levels) -> list[str]:
+    """Turn-level scatters for `turn`; for `dialogue` and `system`, one point per dialogue /
+    system: the means of its metric and human scores (the points that level correlates)."""
+    from dialeval.meta.correlation import group_means
+    from dialeval.meta.matrix import correlation_matrix
+    from dialeval.report.plots import heatmap, scatter_plots, system_scatter_plots
+
+    import numpy as np
+
+    systems = [r.get("system") for r in rows]
+    plots: list[str] = []
+    if "turn" in levels:
+        plots += scatter_plots(values, human, args.plot, quality=args.human, seed=args.seed,
+                               systems=systems if any(s is not None for s in systems) else None)
+    if "dialogue" in levels:
+        dialogues = [(r.get("meta") or {}).get("dialogue_id") for r in rows]
+        for metric, x in values.items():
+            ok = np.isfinite(x) & np.isfinite(human)
+            keys = [d for d, good in zip(dialogues, ok) if good]
+            names, means = group_means(np.stack([x[ok], human[ok]]), keys)
+            owners: dict = {}
+            for d, s in zip(dialogues, systems):
+                owners.setdefault(d, set()).add(s)
+            # colour by system only where each dialogue is one system's
+            single = all(len(v) == 1 and None not in v for v in owners.values())
+            colour = [next(iter(owners[d])) for d in names] if single else None
+            plots += scatter_plots({metric: means[0]}, means[1], args.plot, quality=args.human,
+                                   seed=args.seed, level="dialogue", jitter=0.0, systems=colour)
+    if "system" in levels:
+        sys_values: dict = {}
+        sys_human: dict = {}
+        for metric, x in values.items():
+            ok = np.isfinite(x) & np.isfinite(human)
+            keys = [s for s, good in zip(systems, ok) if good]
+            names, means = group_means(np.stack([x[ok], human[ok]]), keys)
+            for s, mx, mh in zip(names, means[0], means[1]):
+                sys_values.setdefault(s, {})[metric] = float(mx)
+                sys_human[s] = float(mh)
+        plots += system_scatter_plots(sys_values, sys_human, args.plot, quality=args.human)
+    if len(values) > 1:
+        plots.append(heatmap(correlation_matrix(values, "spearman"), list(values),
+                             f"{args.plot}/heatmap_metrics.png", title="Spearman between metrics"))
+    return plots
 
 
 def _metric_options(args) -> dict:
@@ -160,45 +175,99 @@ def _metric_options(args) -> dict:
 def cmd_evaluate(args) -> int:
     from dialeval.data.datasets import load_dataset
     from dialeval.data.writers import write_jsonl
+    from dialeval.meta.evaluate import evaluate_scored
     from dialeval.scoring import score
-    from dialeval.meta.evaluate import system_level_rows
 
     kwargs = {}
     if args.exclude_system:
         kwargs["exclude_systems"] = tuple(args.exclude_system)
     dataset = load_dataset(args.dataset, args.path, **kwargs)
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    result = score(dataset.samples, metrics, refs_mode=args.refs_mode, tokenizer=args.tokenize,
-                   **_metric_options(args))
+    result = score(dataset.samples, _names(args.metrics) or [], refs_mode=args.refs_mode,
+                   tokenizer=args.tokenize, **_metric_options(args))
+    ev = evaluate_scored(dataset, result, qualities=_names(args.qualities),
+                         levels=None if args.level is None else _levels(args.level, "turn"),
+                         methods=_methods(args.method), compare_metrics=args.compare,
+                         compare_method=args.compare_method, n_boot=args.n_boot, seed=args.seed,
+                         warn=_warn)
+    if ev.dataset.system_ratings and args.level not in (None, "system"):
+        _warn(f"{ev.dataset.info.name} has only system-level human scores; --level ignored")
     if args.output:
-        write_jsonl(args.output, result.records())
-    qualities = _names(args.qualities) or list(dataset.info.qualities)
-    correlations, comparisons = [], []
-    extra = {"dataset": dataset.info.name, "samples": len(dataset.samples),
-             "signatures": result.signatures}
-    if dataset.system_ratings:
-        # Only system means are published: correlate each system's corpus score with them.
-        if args.level not in (None, "system"):
-            _warn(f"{dataset.info.name} has only system-level human scores; --level ignored")
-        for q in qualities:
-            human = {s: v[q] for s, v in dataset.system_ratings.items() if q in v}
-            correlations += system_level_rows(result.systems, human, quality=q,
-                                              methods=_methods(args.method))
-        extra["systems"] = result.systems
-    else:
-        rows = list(result.records())
-        levels = _levels(args.level, dataset.info.level)
-        for q in qualities:
-            _, _, corr, comps = _analyse(args, rows, q, levels)
-            correlations += corr
-            comparisons += comps
-    _print_result(args, correlations, comparisons, extra)
+        write_jsonl(args.output, ev.rows(with_stats=args.with_stats))
+    plots = _evaluation_plots(args, ev) if args.plot else []
+    if args.report:
+        _evaluation_report(args, ev)
+    extra = dict(ev.extra, **({"plots": plots} if plots else {}))
+    _print_result(args, ev.correlations, ev.comparisons, extra)
+    if plots and not args.json:
+        print(f"plots: {', '.join(plots)}", file=sys.stderr)
     return 0
+
+
+def _evaluation_plots(args, ev) -> list[str]:
+    """`evaluate --plot DIR`: per quality, turn-level scatters (when items are rated),
+    system-level scatters of corpus scores vs system means, and the metric heatmap."""
+    from dialeval.meta.evaluate import columns
+    from dialeval.meta.matrix import correlation_matrix
+    from dialeval.report.plots import heatmap, scatter_plots, system_scatter_plots
+
+    plots: list[str] = []
+    rows = ev.rows(with_stats=False)
+    values = {m: ev.result.sentence[m] for m in ev.result.metrics}
+    for q in ev.qualities:
+        if ev.dataset.system_ratings:
+            human = {s: v[q] for s, v in ev.dataset.system_ratings.items() if q in v}
+            plots += system_scatter_plots(ev.result.systems, human, args.plot, quality=q)
+            continue
+        _, human, _, systems = columns(rows, q)
+        plots += scatter_plots(values, human, args.plot, quality=q, seed=args.seed,
+                               systems=systems)
+        sys_human = _system_means(human, systems)
+        if len(sys_human) > 1:
+            plots += system_scatter_plots(ev.result.systems, sys_human, args.plot, quality=q)
+    if len(values) > 1:
+        plots.append(heatmap(correlation_matrix(values, "spearman"), list(values),
+                             f"{args.plot}/heatmap_metrics.png", title="Spearman between metrics"))
+    return plots
+
+
+def _system_means(human, systems) -> dict:
+    import numpy as np
+
+    out: dict = {}
+    for s in dict.fromkeys(systems):
+        if s is None:
+            continue
+        v = np.array([h for h, t in zip(human, systems) if t == s], dtype=float)
+        if np.isfinite(v).any():
+            out[s] = float(np.nanmean(v))
+    return out
+
+
+def _evaluation_report(args, ev) -> None:
+    from dialeval.report.tables import correlation_table
+
+    from .report import report_kind, write_html_report, write_tables
+
+    kind = report_kind(args.report)
+    if kind == "html":
+        system_human = ev.dataset.system_ratings or None
+        write_html_report(args.report, ev.rows(), signatures=ev.result.signatures,
+                          qualities=None if system_human else ev.qualities,
+                          system_human=system_human, n_boot=args.n_boot,
+                          title=f"dialeval evaluate {ev.dataset.info.name}")
+    elif kind == "json":
+        from dialeval.data.writers import write_json
+
+        write_json(args.report, dict(ev.extra, correlations=ev.correlations,
+                                     comparisons=ev.comparisons))
+    else:
+        write_tables(args.report, [("correlations", correlation_table(ev.correlations, kind))],
+                     kind, [f"{m}: {sig}" for m, sig in ev.result.signatures.items()])
 
 
 def cmd_agreement(args) -> int:
     from dialeval.data.datasets import load_dataset
-    from dialeval.data.writers import format_table, json_value
+    from dialeval.data.writers import json_value
     from dialeval.meta.agreement import agreement, ratings_matrix
 
     kwargs = {"exclude_systems": tuple(args.exclude_system)} if args.exclude_system else {}
@@ -214,14 +283,9 @@ def cmd_agreement(args) -> int:
     if args.json:
         print(json.dumps(json_value({"dataset": dataset.info.name, "agreement": rows})))
         return 0
-    header = ["quality", "items", "raters", "mean", "split-half", "LOO mean", "LOO max",
-              "kappa", "kappa (quad.)", "Fleiss", "alpha (ord.)"]
-    body = [[r["quality"], r["items"], r["raters"], _fmt(r["mean"], 3),
-             "n/a" if not math.isfinite(r["split_half"]) else f"{r['split_half']:.3f}±{r['split_half_std']:.3f}",
-             _fmt(r["loo_mean"], 3), _fmt(r["loo_max"], 3), _fmt(r["kappa"], 3),
-             _fmt(r["kappa_quadratic"], 3), _fmt(r["fleiss"], 3), _fmt(r["alpha_ordinal"], 3)]
-            for r in rows]
-    print(format_table(header, body, fmt=args.table_format))
+    from dialeval.report.tables import agreement_table
+
+    print(agreement_table(rows, args.table_format))
     print()
     print(f"{dataset.info.name}: split-half and leave-one-out are {args.method} correlations; "
           f"split-half over {args.n_rep} random splits (seed {args.seed}); kappas are means "
@@ -257,7 +321,16 @@ def _stats_arguments(p, *, compare_default: bool) -> None:
     p.add_argument("--compare-method", default="pearson",
                    choices=["pearson", "spearman", "kendall"])
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
-    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    add_table_format(p)
+
+
+def add_table_format(p, *, alias: bool = True) -> None:
+    """`--table-format` (and `--format`, where that name is free) for a table-printing command."""
+    from dialeval.report.tables import TABLE_FORMATS
+
+    names = ["--table-format", "--format"] if alias else ["--table-format"]
+    p.add_argument(*names, dest="table_format", default="plain", choices=TABLE_FORMATS,
+                   help="table format: plain, markdown, latex (a booktabs tabular) or csv")
 
 
 def argparse_bool():
@@ -292,6 +365,12 @@ def add_commands(sub) -> None:
 
     add_scoring_flags(p)
     p.add_argument("-o", "--output", help="also write the per-sample scores (JSONL)")
+    p.add_argument("--with-stats", action="store_true",
+                   help="with -o: add responses, references and statistics rows (for compare/report)")
+    p.add_argument("--plot", metavar="DIR", help="write scatter plots (turn and system level, "
+                   "with r, n and a fit line) and a metric heatmap (PNG)")
+    p.add_argument("--report", metavar="PATH",
+                   help="also write a report: .html (self-contained), .json, .tex, .csv or markdown")
     _stats_arguments(p, compare_default=False)
     p.set_defaults(func=cmd_evaluate)
 
@@ -306,7 +385,7 @@ def add_commands(sub) -> None:
     p.add_argument("--drop-below", type=float, default=None,
                    help="drop raters whose mean pairwise kappa is below this (nlg-eval paper: 0.1)")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    add_table_format(p)
     p.set_defaults(func=cmd_agreement)
 
     p = sub.add_parser("datasets", help="list the public data set loaders")

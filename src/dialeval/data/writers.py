@@ -54,23 +54,7 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 
 def format_table(header: list[str], rows: list[list[Any]], fmt: str = "plain",
                  digits: int = 4) -> str:
-    """A table for people: `plain` aligned columns or GitHub `markdown`."""
-    def cell(v: Any) -> str:
-        if isinstance(v, float):
-            return "nan" if math.isnan(v) else f"{v:.{digits}f}"
-        return str(v)
+    """Kept for old imports: tables now live in `dialeval.report.tables`."""
+    from ..report.tables import format_table as _format_table
 
-    body = [[cell(v) for v in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h)
-              for i, h in enumerate(header)]
-    if fmt == "markdown":
-        lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |",
-                 "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-        lines += ["| " + " | ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
-                                    enumerate(zip(r, widths))) + " |" for r in body]
-    else:
-        lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in
-                           enumerate(zip(header, widths)))]
-        lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
-                            enumerate(zip(r, widths))) for r in body]
-    return "\n".join(lines)
+    return _format_table(header, rows, fmt=fmt, digits=digits)

@@ -11,6 +11,7 @@ import itertools
 import math
 import os
 import warnings
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -150,5 +151,80 @@ def levels_available(rows: Iterable[dict]) -> list[str]:
     return out
 
 
-__all__ = ["read_scores", "columns", "correlation_rows", "comparison_rows", "system_level_rows",
+@dataclass
+class Evaluation:
+    """What `evaluate_dataset` found: the data set, its scores, and the meta-evaluation rows."""
+
+    dataset: Any
+    result: Any                          # scoring.ScoreResult
+    qualities: list[str]
+    correlations: list[dict] = field(default_factory=list)
+    comparisons: list[dict] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+    def rows(self, with_stats: bool = True) -> list[dict]:
+        """Score rows (with statistics rows for corpus BLEU/METEOR) for `compare` and reports."""
+        from .systems import score_rows
+
+        return score_rows(self.result, with_stats=with_stats)
+
+
+def evaluate_dataset(name: str, path: str | os.PathLike, metrics: Sequence[str], *,
+                     qualities: Sequence[str] | None = None, levels: Sequence[str] | None = None,
+                     methods: Sequence[str] = METHODS, exclude_systems: Sequence[str] = (),
+                     refs_mode: str = "multi", tokenizer: str | None = None,
+                     compare_metrics: bool = False, compare_method: str = "pearson",
+                     n_boot: int = 1000, seed: int = 0, warn=None,
+                     **metric_options: Any) -> Evaluation:
+    """Load a public data set, score it with `metrics`, and correlate every quality
+    (`evaluate_scored` does the last step for a data set already loaded and scored)."""
+    from ..data.datasets import load_dataset
+    from ..scoring import score
+
+    kwargs = {"exclude_systems": tuple(exclude_systems)} if exclude_systems else {}
+    dataset = load_dataset(name, path, **kwargs)
+    result = score(dataset.samples, list(metrics), refs_mode=refs_mode, tokenizer=tokenizer,
+                   **metric_options)
+    return evaluate_scored(dataset, result, qualities=qualities, levels=levels, methods=methods,
+                           compare_metrics=compare_metrics, compare_method=compare_method,
+                           n_boot=n_boot, seed=seed, warn=warn)
+
+
+def evaluate_scored(dataset, result, *, qualities: Sequence[str] | None = None,
+                    levels: Sequence[str] | None = None, methods: Sequence[str] = METHODS,
+                    compare_metrics: bool = False, compare_method: str = "pearson",
+                    n_boot: int = 1000, seed: int = 0, warn=None) -> Evaluation:
+    """Correlate every quality of a loaded `dataset` with its scores `result`.
+
+    Data sets that publish only system means (DSTC6) are correlated at system level: each
+    system's corpus score against its mean (no CI: nothing to resample on the human side).
+    Otherwise every level in `levels` (default: the data set's own level) is correlated, and
+    with `compare_metrics` every pair of metrics is tested (Williams + paired bootstrap)."""
+    qualities = list(qualities or dataset.info.qualities)
+    out = Evaluation(dataset=dataset, result=result, qualities=qualities,
+                     extra={"dataset": dataset.info.name, "samples": len(dataset.samples),
+                            "signatures": result.signatures})
+    if dataset.system_ratings:
+        for q in qualities:
+            human = {s: v[q] for s, v in dataset.system_ratings.items() if q in v}
+            out.correlations += system_level_rows(result.systems, human, quality=q,
+                                                  methods=methods)
+        out.extra["systems"] = result.systems
+        return out
+    rows = list(result.records())
+    levels = list(levels or [dataset.info.level])
+    for q in qualities:
+        values, human, dialogues, systems = columns(rows, q)
+        out.correlations += correlation_rows(values, human, quality=q, levels=levels,
+                                             methods=methods, dialogues=dialogues,
+                                             systems=systems, n_boot=n_boot, seed=seed, warn=warn)
+        if compare_metrics and len(values) > 1:
+            for level in levels:
+                out.comparisons += comparison_rows(values, human, quality=q, level=level,
+                                                   method=compare_method, dialogues=dialogues,
+                                                   systems=systems, n_boot=n_boot, seed=seed)
+    return out
+
+
+__all__ = ["Evaluation", "evaluate_dataset", "evaluate_scored", "read_scores", "columns", "correlation_rows", "comparison_rows", "system_level_rows",
            "level_points", "levels_available"]

@@ -1,5 +1,6 @@
-"""Figures of the meta-evaluation: metric-vs-human scatter plots and a metric-by-metric
-correlation heatmap, written as PNG with matplotlib's Agg backend (no display needed).
+"""Figures of the meta-evaluation for the command line: metric-vs-human scatter plots (turn
+level, and system level showing one point per system) with r, n and a least-squares line, and
+a metric-by-metric correlation heatmap, written as PNG with matplotlib's Agg backend (no display needed).
 
 Human scores are averages of a few integer ratings, so many points coincide; the scatter
 plots jitter them vertically (seeded, +-0.1 of the rating step by default), as the papers'
@@ -34,24 +35,80 @@ def _save(fig, path: str) -> None:
         fig.savefig(handle, format="png", dpi=120, bbox_inches="tight")
 
 
+def _fit_and_label(ax, x: np.ndarray, y: np.ndarray) -> str:
+    """Least-squares line on the (unjittered) points; returns `Pearson r = ..., n = ...` for
+    the title's second line (a title never hides points)."""
+    from ..meta.correlation import correlation
+
+    if len(x) >= 2 and np.ptp(x) > 0:
+        slope, intercept = np.polyfit(x, y, 1)
+        xs = np.array([x.min(), x.max()])
+        ax.plot(xs, intercept + slope * xs, color="#222222", linewidth=1.2, linestyle="--")
+    r = correlation(x, y, "pearson")[0] if len(x) >= 2 else float("nan")
+    return f"Pearson r = {r:.3f}, n = {len(x)}" if np.isfinite(r) else f"r undefined, n = {len(x)}"
+
+
 def scatter_plots(values: dict[str, np.ndarray], human: np.ndarray, out_dir: str, *,
                   quality: str = "human", jitter: float = 0.1, seed: int = 0,
-                  title: str = "") -> list[str]:
-    """One PNG per metric: metric (x) against the human score (y, jittered). Returns paths."""
+                  title: str = "", systems: Sequence | None = None,
+                  level: str = "turn") -> list[str]:
+    """One PNG per metric: metric (x) against the human score (y, jittered for drawing only),
+    coloured by system when `systems` is given, with a fit line, r and n. Returns paths."""
     plt = _pyplot()
     os.makedirs(out_dir, exist_ok=True)
     rng = np.random.default_rng(seed)
     y = np.asarray(human, dtype=float)
+    names = [str(s) for s in systems] if systems is not None else None
+    groups = list(dict.fromkeys(names)) if names is not None else [None]
+    cmap = plt.get_cmap("tab10" if len(groups) <= 10 else "tab20")
     paths = []
     for metric, x in values.items():
         x = np.asarray(x, dtype=float)
         ok = np.isfinite(x) & np.isfinite(y)
+        shown = y + rng.uniform(-jitter, jitter, len(y))
         fig, ax = plt.subplots(figsize=(4.5, 4))
-        ax.scatter(x[ok], y[ok] + rng.uniform(-jitter, jitter, ok.sum()), s=8, alpha=0.5)
+        for k, g in enumerate(groups):
+            m = ok if g is None else ok & (np.array(names, dtype=object) == g)
+            if m.any():
+                ax.scatter(x[m], shown[m], s=8, alpha=0.5, color=cmap(k % cmap.N),
+                           label=g, linewidths=0)
+        stat = _fit_and_label(ax, x[ok], y[ok])
+        if names is not None and 1 < len(groups) <= 12:
+            ax.legend(fontsize=6, loc="lower right")
         ax.set_xlabel(metric)
-        ax.set_ylabel(f"{quality} (jittered)")
-        ax.set_title(title or f"{metric} vs {quality}")
-        path = os.path.join(out_dir, f"scatter_{_safe(metric)}_{_safe(quality)}.png")
+        ax.set_ylabel(f"{quality} (jittered)" if jitter else f"{quality} (mean)")
+        ax.set_title(f"{title or f'{level} level: {metric} vs {quality}'}\n{stat}")
+        prefix = "scatter" if level == "turn" else level
+        path = os.path.join(out_dir, f"{prefix}_{_safe(metric)}_{_safe(quality)}.png")
+        _save(fig, path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def system_scatter_plots(system_values: dict[str, dict[str, float]], human: dict[str, float],
+                         out_dir: str, *, quality: str = "human") -> list[str]:
+    """One PNG per metric at system level: each system's score (x) against its human mean
+    (y), labelled, with a fit line, r and n. `system_values`: system -> metric -> value."""
+    plt = _pyplot()
+    os.makedirs(out_dir, exist_ok=True)
+    names = [s for s in human if s in system_values]
+    metrics = list(next(iter(system_values.values()))) if system_values else []
+    paths = []
+    for metric in metrics:
+        x = np.array([system_values[s].get(metric, np.nan) for s in names], dtype=float)
+        y = np.array([human[s] for s in names], dtype=float)
+        ok = np.isfinite(x) & np.isfinite(y)
+        fig, ax = plt.subplots(figsize=(4.5, 4))
+        ax.scatter(x[ok], y[ok], s=18)
+        for s, xi, yi, good in zip(names, x, y, ok):
+            if good:
+                ax.annotate(str(s), (xi, yi), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        stat = _fit_and_label(ax, x[ok], y[ok])
+        ax.set_xlabel(f"{metric} (per system)")
+        ax.set_ylabel(f"{quality} (system mean)")
+        ax.set_title(f"system level: {metric} vs {quality}\n{stat}")
+        path = os.path.join(out_dir, f"system_{_safe(metric)}_{_safe(quality)}.png")
         _save(fig, path)
         plt.close(fig)
         paths.append(path)
@@ -81,15 +138,5 @@ def heatmap(matrix: np.ndarray, labels: Sequence[str], path: str, *, title: str 
     return path
 
 
-def correlation_matrix(values: dict[str, np.ndarray], method: str = "spearman") -> np.ndarray:
-    """Metric-by-metric correlation over the items where both are present."""
-    from ..meta.correlation import correlation
-
-    names = list(values)
-    out = np.eye(len(names))
-    for i, a in enumerate(names):
-        for j in range(i + 1, len(names)):
-            x, y = np.asarray(values[a], float), np.asarray(values[names[j]], float)
-            ok = np.isfinite(x) & np.isfinite(y)
-            out[i, j] = out[j, i] = correlation(x[ok], y[ok], method)[0]
-    return out
+# kept for old imports: the statistic lives in meta/, report/ only draws it
+from ..meta.matrix import correlation_matrix  # noqa: E402,F401

@@ -1,0 +1,213 @@
+"""CLI extension for comparing systems and writing reports: `compare` and `report`.
+
+`compare` answers "which of my systems is better, and is the difference real?": each system's
+corpus score with a bootstrap 95% CI, and a paired test (sacreBLEU's paired bootstrap or
+approximate randomization) against a baseline or between all pairs. `report` writes one
+self-contained HTML file. Both read what `dialeval score --with-stats -o` writes: the
+statistics rows let corpus BLEU be recomputed on every resample.
+
+`write_report` is also what `score --report` and `evaluate --report` call, so a report path's
+extension means the same everywhere: `.html`/`.htm` the HTML report, `.json` the JSON summary,
+`.tex` LaTeX tables, `.csv` CSV, anything else Markdown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from dialeval.errors import DialevalError
+
+
+def _names(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    out: list[str] = []
+    for part in (text if isinstance(text, list) else [text]):
+        out += [t.strip() for t in part.split(",") if t.strip()]
+    return out or None
+
+
+def report_kind(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower()
+    return {".html": "html", ".htm": "html", ".json": "json", ".tex": "latex",
+            ".csv": "csv"}.get(ext, "markdown")
+
+
+def _inputs(paths) -> dict[str, str]:
+    from dialeval.report.html import sha256_file
+
+    return {os.path.basename(p): sha256_file(p) for p in paths if p and os.path.isfile(p)}
+
+
+def write_html_report(path: str, rows: list[dict], *, signatures=None, inputs=None,
+                      qualities=None, system_human=None, title=None, baseline=None,
+                      metrics=None, test="bs", n_resamples=None, seed=12345, n_boot=1000,
+                      comparison=None) -> None:
+    from dialeval.report.html import build_report, write_report
+
+    report = build_report(rows, qualities=qualities, system_human=system_human,
+                          signatures=signatures, inputs=inputs, metrics=metrics,
+                          title=title or "dialeval report", baseline=baseline, test=test,
+                          n_resamples=n_resamples, seed=seed, n_boot=n_boot,
+                          comparison=comparison)
+    write_report(path, report)
+    print(f"report: {path}", file=sys.stderr)
+
+
+def write_tables(path: str, sections: list[tuple[str, str]], kind: str,
+                 extra_lines: list[str] = ()) -> None:
+    """Titled tables in one file: Markdown headings, LaTeX comments, or CSV blocks."""
+    from dialeval.data.writers import atomic_write
+
+    with atomic_write(path) as handle:
+        for title, table in sections:
+            if kind == "markdown":
+                handle.write(f"### {title}\n\n{table}\n\n")
+            elif kind == "latex":
+                handle.write(f"% {title}\n{table}\n\n")
+            else:
+                handle.write(f"# {title}\n{table}\n\n")
+        for line in extra_lines:
+            handle.write(("- " if kind == "markdown" else "% " if kind == "latex" else "# ")
+                         + line + "\n")
+
+
+# --- compare -----------------------------------------------------------------------------------
+
+def _system_human_file(path: str | None) -> dict[str, dict[str, float]] | None:
+    """`system<TAB>value` lines (a header line is skipped): published system means."""
+    if not path:
+        return None
+    from dialeval.errors import InputError
+
+    values: dict[str, float] = {}
+    quality = "human"
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            parts = line.rstrip("\n").split("\t")
+            if not line.strip():
+                continue
+            try:
+                value = float(parts[1])
+            except (IndexError, ValueError):
+                if number == 1 and len(parts) == 2:
+                    quality = parts[1].strip() or quality   # a header names the quality
+                    continue
+                raise InputError("expected 'system<TAB>value'", path=path, line=number) from None
+            values[parts[0]] = value
+    return {s: {quality: v} for s, v in values.items()}
+
+
+def cmd_compare(args) -> int:
+    from dialeval.data.writers import json_value, write_json
+    from dialeval.meta.systems import compare_systems
+    from dialeval.meta.evaluate import read_scores
+    from dialeval.report.tables import compare_tables
+
+    rows = read_scores(args.scores)
+    test = "ar" if args.paired_ar else "bs"
+    humans = _names(args.human) or []
+    cmp = compare_systems(rows, metrics=_names(args.metrics), humans=humans,
+                          system_human=_system_human_file(args.system_human),
+                          baseline=args.baseline, test=test, n_resamples=args.n_resamples,
+                          seed=args.seed)
+    data = cmp.to_dict()
+    data["input"] = args.scores
+    if args.report:
+        kind = report_kind(args.report)
+        if kind == "html":
+            write_html_report(args.report, rows, inputs=_inputs([args.scores]),
+                              qualities=humans or None, title=f"dialeval compare: {args.scores}",
+                              baseline=args.baseline, comparison=cmp)
+        elif kind == "json":
+            write_json(args.report, data)
+        else:
+            write_tables(args.report, compare_tables(data, kind), kind, [cmp.signature])
+    if args.json:
+        print(json.dumps(json_value(data), ensure_ascii=False))
+        return 0
+    # titles and notes as `# ` lines in CSV (pandas: read_csv(..., comment="#")), `% ` in LaTeX
+    lead = {"csv": "# ", "latex": "% "}.get(args.table_format, "")
+    for title, table in compare_tables(data, args.table_format):
+        print(lead + title)
+        print(table)
+        print()
+    for note in cmp.notes:
+        print(f"{lead}note: {note}")
+    print(lead + cmp.signature)
+    return 0
+
+
+# --- report ------------------------------------------------------------------------------------
+
+def cmd_report(args) -> int:
+    from dialeval.meta.evaluate import read_scores
+
+    rows = read_scores(args.scores)
+    if report_kind(args.output) != "html":
+        raise DialevalError(f"-o {args.output}: the report is HTML; give a .html path")
+    write_html_report(args.output, rows, inputs=_inputs([args.scores]),
+                      qualities=_names(args.human), system_human=_system_human_file(args.system_human),
+                      title=args.title or f"dialeval report: {os.path.basename(args.scores)}",
+                      baseline=args.baseline, metrics=_names(args.metrics),
+                      test="ar" if args.paired_ar else "bs", n_resamples=args.n_resamples,
+                      seed=args.seed, n_boot=args.n_boot)
+    return 0
+
+
+def add_commands(sub) -> None:
+    from dialeval.meta.systems import DEFAULT_SEED
+
+    from .meta import add_table_format
+
+    def common(p, *, table: bool) -> None:
+        p.add_argument("scores", help="per-sample JSONL from `dialeval score --with-stats -o`")
+        p.add_argument("--metrics", help="comma-separated subset of the file's metrics")
+        p.add_argument("--human", action="append",
+                       help="rated quality to compare like a metric (repeatable or comma-separated)")
+        p.add_argument("--system-human", metavar="TSV",
+                       help="published human system means: 'system<TAB>value' lines, an optional header "
+                            "line naming the quality (e.g. DSTC6's human_evaluation_results.txt)")
+        p.add_argument("--baseline", metavar="SYSTEM",
+                       help="test every system against this one (default: all pairs"
+                            + ("; the report uses the first system)" if not table else ")"))
+        test = p.add_mutually_exclusive_group()
+        test.add_argument("--paired-bs", action="store_true",
+                          help="paired bootstrap resampling (default; 1,000 resamples)")
+        test.add_argument("--paired-ar", action="store_true",
+                          help="approximate randomization (10,000 trials)")
+        p.add_argument("--n-resamples", type=_positive, default=None,
+                       help="bootstrap resamples / AR trials (default 1000 / 10000, as sacreBLEU)")
+        p.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                       help=f"resampling seed (default {DEFAULT_SEED}, sacreBLEU's)")
+
+    p = sub.add_parser("compare", help="compare systems: corpus scores with 95%% CIs and "
+                                       "paired significance tests")
+    common(p, table=True)
+    p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
+    p.add_argument("--report", metavar="PATH",
+                   help="also write a report: .html (self-contained), .json, .tex, .csv or markdown")
+    add_table_format(p)
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("report", help="write a self-contained HTML report of a scores file")
+    common(p, table=False)
+    p.add_argument("-o", "--output", required=True, help="the report (.html)")
+    p.add_argument("--title", help="the report's title")
+    p.add_argument("--n-boot", type=int, default=1000,
+                   help="bootstrap resamples for correlation CIs (default 1000)")
+    p.set_defaults(func=cmd_report)
+
+
+def _positive(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value

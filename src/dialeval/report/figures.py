@@ -1,0 +1,142 @@
+"""Figures for the HTML report, as SVG text to inline (matplotlib's Agg/SVG backends).
+
+Deterministic bytes: the SVG's random element ids come from a fixed hash salt, the date
+metadata is dropped, text stays text (`svg.fonttype: none`) and every random jitter is seeded.
+Human scores are means of a few integer ratings, so turn-level points pile up; they are
+jittered vertically by up to a tenth of the rating scale step for the drawing only.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Sequence
+
+import numpy as np
+
+SVG_RC = {"svg.hashsalt": "dialeval", "svg.fonttype": "none", "font.size": 8,
+          "axes.titlesize": 9, "figure.dpi": 72}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def system_colours(systems: Sequence[str]) -> dict[str, str]:
+    """A stable colour per system (tab10, then tab20 for more than ten systems)."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    cmap = colormaps["tab10" if len(systems) <= 10 else "tab20"]
+    return {s: to_hex(cmap(i % cmap.N)) for i, s in enumerate(systems)}
+
+
+def _svg(fig) -> str:
+    import matplotlib
+
+    out = io.StringIO()
+    with matplotlib.rc_context(SVG_RC):
+        fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None})
+    _pyplot().close(fig)
+    text = out.getvalue()
+    return text[text.index("<svg"):]          # drop the XML prolog and DOCTYPE for inlining
+
+
+def _fit_line(ax, x: np.ndarray, y: np.ndarray) -> None:
+    if len(x) >= 2 and np.ptp(x) > 0:
+        slope, intercept = np.polyfit(x, y, 1)
+        xs = np.array([x.min(), x.max()])
+        ax.plot(xs, intercept + slope * xs, color="#222222", linewidth=1.2, linestyle="--",
+                label="least-squares fit")
+
+
+def _stat_line(r: float, n: int, method: str = "Pearson") -> str:
+    """`Pearson r = 0.286, n = 300`: the second title line (never over the points)."""
+    return f"{method} r = {r:.3f}, n = {n}" if math.isfinite(r) else f"r undefined, n = {n}"
+
+
+def turn_scatter(x: Sequence[float], y: Sequence[float], systems: Sequence[str], *, metric: str,
+                 quality: str, colours: dict[str, str], r: float, seed: int = 0,
+                 jitter: float = 0.1) -> str:
+    """Metric (x) vs human mean (y, jittered for drawing), one colour per system, fit line."""
+    with _rc():
+        plt = _pyplot()
+        x = np.asarray(x, float)
+        y = np.asarray(y, float)
+        ok = np.isfinite(x) & np.isfinite(y)
+        rng = np.random.default_rng(seed)
+        shown = y + rng.uniform(-jitter, jitter, len(y))
+        fig, ax = plt.subplots(figsize=(4.2, 3.4))
+        sys_arr = np.array([str(s) for s in systems], dtype=object)
+        for s in colours:
+            m = ok & (sys_arr == s)
+            if m.any():
+                ax.scatter(x[m], shown[m], s=9, alpha=0.6, color=colours[s], label=s, linewidths=0)
+        _fit_line(ax, x[ok], y[ok])
+        ax.set_xlabel(metric)
+        ax.set_ylabel(f"{quality} (mean rating, jittered)")
+        ax.set_title(f"turn level: {metric} vs {quality}\n{_stat_line(r, int(ok.sum()))}")
+        if len(colours) <= 12:
+            ax.legend(fontsize=6, loc="lower right", frameon=True, markerscale=1.2)
+        return _svg(fig)
+
+
+def system_scatter(x: Sequence[float], y: Sequence[float], systems: Sequence[str], *,
+                   metric: str, quality: str, colours: dict[str, str], r: float,
+                   x_ci: Sequence[tuple[float, float]] | None = None,
+                   y_ci: Sequence[tuple[float, float]] | None = None) -> str:
+    """System means: corpus metric score (x, with its 95% CI) vs the human system score."""
+    with _rc():
+        plt = _pyplot()
+        x = np.asarray(x, float)
+        y = np.asarray(y, float)
+        ok = np.isfinite(x) & np.isfinite(y)
+        fig, ax = plt.subplots(figsize=(4.2, 3.4))
+        for i, s in enumerate(systems):
+            if not ok[i]:
+                continue
+            xerr = yerr = None
+            if x_ci is not None and all(math.isfinite(v) for v in x_ci[i]):
+                xerr = [[x[i] - x_ci[i][0]], [x_ci[i][1] - x[i]]]
+            if y_ci is not None and all(math.isfinite(v) for v in y_ci[i]):
+                yerr = [[y[i] - y_ci[i][0]], [y_ci[i][1] - y[i]]]
+            ax.errorbar(x[i], y[i], xerr=xerr, yerr=yerr, fmt="o", color=colours[s], markersize=4,
+                        elinewidth=0.8, capsize=1.5)
+            ax.annotate(s, (x[i], y[i]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        _fit_line(ax, x[ok], y[ok])
+        ax.set_xlabel(f"{metric} (corpus score per system, 95% CI)")
+        ax.set_ylabel(f"{quality} (system mean)")
+        ax.set_title(f"system level: {metric} vs {quality}\n{_stat_line(r, int(ok.sum()))}")
+        return _svg(fig)
+
+
+def heatmap(matrix: np.ndarray, labels: Sequence[str], *, title: str = "") -> str:
+    """Metric-by-metric correlation heatmap with the values in the cells."""
+    with _rc():
+        plt = _pyplot()
+        matrix = np.asarray(matrix, dtype=float)
+        size = max(3.2, 0.55 * len(labels) + 1.6)
+        fig, ax = plt.subplots(figsize=(size, size * 0.85))
+        im = ax.imshow(matrix, vmin=-1, vmax=1, cmap="RdBu_r")
+        ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+        ax.set_yticks(range(len(labels)), labels)
+        for i in range(len(labels)):
+            for j in range(len(labels)):
+                if np.isfinite(matrix[i, j]):
+                    ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if abs(matrix[i, j]) > 0.6 else "black")
+        fig.colorbar(im, ax=ax, fraction=0.046)
+        if title:
+            ax.set_title(title)
+        return _svg(fig)
+
+
+def _rc():
+    import matplotlib
+
+    return matplotlib.rc_context(SVG_RC)

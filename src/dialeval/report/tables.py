@@ -1,0 +1,200 @@
+"""Tables for people and papers: one formatter, four formats.
+
+- `plain`: aligned columns for a terminal;
+- `markdown`: a GitHub table;
+- `latex`: a `tabular` (booktabs rules) that compiles as it is: special characters escaped,
+  numeric columns right-aligned;
+- `csv`: RFC 4180, for a spreadsheet.
+
+Every table-printing command takes `--table-format` (and `--format` where that name is free)
+with these choices. Numbers are formatted here, once, so that a table reads the same in every
+format.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any, Sequence
+
+TABLE_FORMATS = ("plain", "markdown", "latex", "csv")
+
+_LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+                  "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                  "\\": r"\textbackslash{}", "<": r"\textless{}", ">": r"\textgreater{}",
+                  "±": r"$\pm$", "Δ": r"$\Delta$", "τ": r"$\tau$"}
+
+
+def cell(value: Any, digits: int = 4) -> str:
+    """One cell as text: floats to `digits` places (NaN as `nan`), None as `n/a`."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def fmt_float(v: Any, digits: int = 4) -> str:
+    """A number for a results table: NaN and None read `n/a`."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return f"{float(v):.{digits}f}"
+    return str(v)
+
+
+def fmt_p(v: Any) -> str:
+    """A p-value: 4 places, or scientific notation below 1e-4."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return f"{v:.4f}" if v >= 1e-4 else f"{v:.2e}"
+
+
+def fmt_ci(low: Any, high: Any, digits: int = 4) -> str:
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return "n/a"
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+
+
+def _numeric(column: Sequence[str]) -> bool:
+    def is_num(s: str) -> bool:
+        s = s.rstrip("*").strip()
+        if s in ("", "n/a", "nan"):
+            return True
+        try:
+            float(s)
+            return True
+        except ValueError:
+            return False
+    return bool(column) and all(is_num(c) for c in column)
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "plain",
+                 digits: int = 4, caption: str | None = None) -> str:
+    """`header` and `rows` as a table in `fmt` (one of TABLE_FORMATS)."""
+    if fmt not in TABLE_FORMATS:
+        raise ValueError(f"unknown table format {fmt!r}; choose from {', '.join(TABLE_FORMATS)}")
+    header = [str(h) for h in header]
+    body = [[cell(v, digits) for v in row] for row in rows]
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(body)
+        return out.getvalue().rstrip("\n")
+    if fmt == "latex":
+        numeric = [i > 0 and _numeric([r[i] for r in body]) for i in range(len(header))]
+        spec = "".join("r" if n else "l" for n in numeric)
+        lines = []
+        if caption:
+            lines.append(f"% {caption}")
+        lines += [f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
+                  " & ".join(latex_escape(h) for h in header) + " \\\\", "\\midrule"]
+        lines += [" & ".join(latex_escape(c) for c in r) + " \\\\" for r in body]
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        return "\n".join(lines)
+    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h)
+              for i, h in enumerate(header)]
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |",
+                 "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        lines += ["| " + " | ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
+                                    enumerate(zip(r, widths))) + " |" for r in body]
+    else:
+        lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in
+                           enumerate(zip(header, widths)))]
+        lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                            enumerate(zip(r, widths))) for r in body]
+    return "\n".join(lines)
+
+
+# --- the tables the commands print -----------------------------------------------------------
+
+def system_table(result, fmt: str = "plain") -> str:
+    """Per-system corpus values of a ScoreResult (and an `(all)` row for several systems)."""
+    header = ["system", "n"] + list(result.metrics)
+    counts: dict[str, int] = {}
+    for s in result.samples:
+        key = s.system if s.system is not None else "all"
+        counts[key] = counts.get(key, 0) + 1
+    rows = [[system, counts[system]] + [vals[m] for m in result.metrics]
+            for system, vals in result.systems.items()]
+    if len(rows) > 1:
+        rows.append(["(all)", len(result.samples)] + [result.corpus[m] for m in result.metrics])
+    return format_table(header, rows, fmt=fmt)
+
+
+def correlation_table(rows: Sequence[dict], fmt: str = "plain") -> str:
+    header = ["metric", "quality", "level", "method", "r", "p", "95% CI", "n"]
+    body = [[r["metric"], r["quality"], r["level"], r["method"], fmt_float(r["r"]), fmt_p(r["p"]),
+             fmt_ci(r["ci_low"], r["ci_high"]), r["n"]] for r in rows]
+    return format_table(header, body, fmt=fmt)
+
+
+def metric_comparison_table(rows: Sequence[dict], fmt: str = "plain") -> str:
+    header = ["A", "B", "quality", "level", "method", "r(A)", "r(B)", "r(A,B)", "Williams t",
+              "p (Williams)", "p (bootstrap)", "95% CI r(A)-r(B)"]
+    body = [[r["metric_a"], r["metric_b"], r["quality"], r["level"], r["method"], fmt_float(r["r_a"]),
+             fmt_float(r["r_b"]), fmt_float(r["r_ab"]), fmt_float(r["williams_t"], 3),
+             fmt_p(r["williams_p"]),
+             f"<{1 / r['n_boot']:.0e}" if r["bootstrap_p"] == 0 else fmt_p(r["bootstrap_p"]),
+             fmt_ci(r["diff_ci_low"], r["diff_ci_high"])] for r in rows]
+    return format_table(header, body, fmt=fmt)
+
+
+def agreement_table(rows: Sequence[dict], fmt: str = "plain") -> str:
+    header = ["quality", "items", "raters", "mean", "split-half", "LOO mean", "LOO max",
+              "kappa", "kappa (quad.)", "Fleiss", "alpha (ord.)"]
+    body = [[r["quality"], r["items"], r["raters"], fmt_float(r["mean"], 3),
+             "n/a" if not math.isfinite(r["split_half"]) else
+             f"{r['split_half']:.3f}±{r['split_half_std']:.3f}",
+             fmt_float(r["loo_mean"], 3), fmt_float(r["loo_max"], 3), fmt_float(r["kappa"], 3),
+             fmt_float(r["kappa_quadratic"], 3), fmt_float(r["fleiss"], 3),
+             fmt_float(r["alpha_ordinal"], 3)] for r in rows]
+    return format_table(header, body, fmt=fmt)
+
+
+def compare_tables(cmp: dict, fmt: str = "plain") -> list[tuple[str, str]]:
+    """(title, table) pairs for a `Comparison.to_dict()`: one system table per measure, the
+    pairwise table when there is no baseline, and the rank agreement."""
+    from ..meta.systems import significance_mark
+
+    out = []
+    by_measure: dict[str, list[dict]] = {}
+    for r in cmp["scores"]:
+        by_measure.setdefault(r["measure"], []).append(r)
+    baseline = cmp.get("baseline")
+    for measure, rows in by_measure.items():
+        header = ["system", "n", "score", "95% CI"]
+        if baseline:
+            header += [f"Δ vs {baseline}", "p"]
+        body = []
+        for r in rows:
+            line = [r["system"], "n/a" if r["n"] is None else r["n"], fmt_float(r["score"]),
+                    fmt_ci(r["ci_low"], r["ci_high"])]
+            if baseline:
+                if r["system"] == baseline:
+                    line += ["(baseline)", ""]
+                else:
+                    p = r.get("p")
+                    line += [fmt_float(r.get("delta")), fmt_p(p) + significance_mark(p)]
+            body.append(line)
+        kind = cmp["measures"].get(measure, {}).get("kind", "")
+        out.append((f"{measure} ({kind})", format_table(header, body, fmt=fmt)))
+    if cmp.get("pairs"):
+        header = ["measure", "A", "B", "score A", "score B", "B - A", "p"]
+        body = [[r["measure"], r["a"], r["b"], fmt_float(r["score_a"]), fmt_float(r["score_b"]),
+                 fmt_float(r["delta"]), fmt_p(r["p"]) + significance_mark(r["p"])]
+                for r in cmp["pairs"]]
+        out.append(("pairwise tests", format_table(header, body, fmt=fmt)))
+    if cmp.get("rank_agreement"):
+        header = ["metric", "human", "method", "r", "p", "95% CI", "systems"]
+        body = [[r["metric"], r["human"], r["method"], fmt_float(r["r"]), fmt_p(r["p"]),
+                 fmt_ci(r["ci_low"], r["ci_high"]), r["n_systems"]] for r in cmp["rank_agreement"]]
+        out.append(("system ranking: metric vs human", format_table(header, body, fmt=fmt)))
+    return out
