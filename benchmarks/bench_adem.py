@@ -59,9 +59,13 @@ class Vectors:
         self.txt = txt
 
 
+PRESET = "paper"
+
+
 def fit(variant, vec, rows, train, val, seed=0, **kw):
     from dialeval.metrics.learned.adem.model import Adem
 
+    kw.setdefault("preset", PRESET)
     m = Adem(encoder=vec.spec, variant=variant, seed=seed, **kw)
     y = np.array([r.score for r in rows])
     lengths = np.array([len(r.response.split()) for r in rows])
@@ -150,6 +154,10 @@ def cmd_main(args):
             t0 = time.time()
             m = fit("adem", vec, rows, train, val)
             timing[(setting, name)] = time.time() - t0
+            if setting.startswith("in-domain") and args.save_dir:
+                m.record_provenance([rows[i] for i in train])
+                m.training_["benchmark"] = "bench_adem.py main: in-domain 70% split, seed 0"
+                m.save(os.path.join(args.save_dir, f"adem-{name}-{PRESET}"))
             scores[f"ADEM ({name})"] = predict(m, vec, test)
             scores[f"ADEM at init ({name})"] = predict(m.at_initialisation(), vec, test)
         for variant, label in (("c_adem", "C-ADEM (minilm)"), ("r_adem", "R-ADEM (minilm)")):
@@ -181,7 +189,7 @@ def cmd_main(args):
     means = ["mean over held-out sets", ""] + [fmt(np.mean([results[(d, s)][0] for d in datasets])) for s in systems]
     table.append(means)
     table.append(["paper Table 3 (Twitter, ADEM VHRED, test)", 616, str(PAPER_TABLE3)] + [""] * (len(systems) - 1))
-    write_csv(os.path.join(OUT, "main_table.csv"), header, table)
+    write_csv(os.path.join(OUT, f"main_table_{PRESET}.csv"), header, table)
 
     # Williams' test: ADEM (minilm) vs the best baseline on each setting (Spearman correlations)
     wt = []
@@ -194,10 +202,10 @@ def cmd_main(args):
                         names=(who, base))
             wt.append([st, who, base, c.n, fmt(c.r_a), fmt(c.r_b), fmt(c.r_ab), fmt(c.williams_t, 2),
                        fmt(c.williams_p, 4), fmt(c.bootstrap_p, 4)])
-    write_csv(os.path.join(OUT, "williams.csv"),
+    write_csv(os.path.join(OUT, f"williams_{PRESET}.csv"),
               ["setting", "metric", "best baseline", "n", "r metric", "r baseline", "r between", "Williams t",
                "one-sided p", "paired bootstrap p"], wt)
-    with open(os.path.join(OUT, "main_table.md"), "w") as handle:
+    with open(os.path.join(OUT, f"main_table_{PRESET}.md"), "w") as handle:
         handle.write("Turn-level Spearman [95% bootstrap CI] with the (1-5 mapped) human score.\n\n")
         handle.write("| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n")
         for row in table:
@@ -207,9 +215,9 @@ def cmd_main(args):
                      "|---|---|---|---|---|---|---|---|---|---|\n")
         for row in wt:
             handle.write("| " + " | ".join(str(c) for c in row) + " |\n")
-    with open(os.path.join(OUT, "main_timing.json"), "w") as handle:
+    with open(os.path.join(OUT, f"main_timing_{PRESET}.json"), "w") as handle:
         json.dump({f"{k[0]} | {k[1]}": round(v, 2) for k, v in timing.items()}, handle, indent=1)
-    print(open(os.path.join(OUT, "main_table.md")).read())
+    print(open(os.path.join(OUT, f"main_table_{PRESET}.md")).read())
 
 
 # -- leave one system out -------------------------------------------------------------------
@@ -233,7 +241,7 @@ def cmd_loso(args):
     mean = np.mean([float(o[3]) for o in out])
     out.append(["mean", "", "", fmt(mean), "", "", ""])
     out.append(["paper Table 5 (Twitter, mean)", "", "", str(PAPER_TABLE5), "", "", ""])
-    write_csv(os.path.join(OUT, f"loso_{args.encoder.split(':')[0]}.csv"),
+    write_csv(os.path.join(OUT, f"loso_{args.encoder.split(':')[0]}_{PRESET}.csv"),
               ["dataset", "held-out system", "n", "spearman", "ci low", "ci high", "p"], out)
     print("\n".join(",".join(str(c) for c in o) for o in out))
 
@@ -260,7 +268,7 @@ def cmd_efficiency(args):
             log(f"{frac}% seed {seed}: {r:.3f} ({k} rows, {m.training_['epochs']} epochs)")
     table = [[f, len(tr) * f // 100, len(v), fmt(np.mean(v)), fmt(np.std(v)), fmt(min(v)), fmt(max(v)),
               PAPER_EFFICIENCY.get(f, "")] for f, v in res.items()]
-    write_csv(os.path.join(OUT, f"efficiency_{args.encoder.split(':')[0]}.csv"),
+    write_csv(os.path.join(OUT, f"efficiency_{args.encoder.split(':')[0]}_{PRESET}.csv"),
               ["percent", "train rows", "seeds", "mean spearman", "std", "min", "max", "paper (Twitter)"], table)
     import matplotlib
     matplotlib.use("Agg")
@@ -277,7 +285,7 @@ def cmd_efficiency(args):
     ax.set_title("ADEM data efficiency (in-domain split)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(OUT, f"efficiency_{args.encoder.split(':')[0]}.png"), dpi=120)
+    fig.savefig(os.path.join(OUT, f"efficiency_{args.encoder.split(':')[0]}_{PRESET}.png"), dpi=120)
     print("\n".join(",".join(str(c) for c in t) for t in table))
 
 
@@ -319,6 +327,7 @@ def main(argv=None):
     a = sub.add_parser("main")
     a.add_argument("--hred")
     a.add_argument("--n-boot", type=int, default=1000)
+    a.add_argument("--save-dir", default="models", help="save the in-domain ADEM models here (adem-minilm, ...)")
     a.set_defaults(func=cmd_main)
     a = sub.add_parser("loso")
     a.add_argument("--encoder", default="minilm")
@@ -333,7 +342,11 @@ def main(argv=None):
     a.add_argument("--hred-model")
     a.add_argument("--n", type=int, default=200)
     a.set_defaults(func=cmd_speed)
+    p.add_argument("--preset", default="paper", choices=["paper", "released"],
+                   help="ADEM preset for every fit (outputs are suffixed with it)")
     args = p.parse_args(argv)
+    global PRESET
+    PRESET = args.preset
     args.func(args)
 
 

@@ -245,3 +245,21 @@ def test_usr_ground_truth_is_never_a_candidate():
     assert len(rows) == 240 and not any(r.system == "Original Ground Truth" for r in rows)
     fed = load_rated_set("fed-turn", str(need(DATA / "fed")))
     assert all(r.references == [] for r in fed) and min(r.score for r in fed) >= 1
+
+
+def test_cli_trains_from_a_rated_file_and_scores(encoder_dir, tmp_path):
+    data = tmp_path / "rated.jsonl"
+    with open(data, "w") as handle:
+        for r in rows_for(40):
+            handle.write(json.dumps({"id": r.id, "context": r.context, "response": r.response,
+                                     "references": r.references, "ratings": {"score": [r.score]}}) + "\n")
+    out = tmp_path / "adem"
+    proc = _cli("train", "adem", "--data", str(data), "--encoder", f"hred:{encoder_dir}", "--pca-dims", "4",
+                "--max-epochs", "5", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["rows"] == 40 and info["rows"] == sum(info["rows_split"].values())
+    proc = _cli("score", str(data), "--metrics", "adem", "--adem-model", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    value = json.loads(proc.stdout)["systems"]
+    assert all(1 - 2 < v["adem"] < 5 + 2 for v in value.values())

@@ -132,6 +132,13 @@ class Adem(Estimator):
         tr, va = np.array(train_idx), np.array(val_idx)
         self.fit_vectors(C[tr], R[tr], H[tr], y[tr], lengths[tr], val=(C[va], R[va], H[va], y[va]),
                          progress=progress)
+        self.record_provenance(rows)
+        self.training_["rows_split"] = {"train": len(tr), "validation": len(va)}
+        return self
+
+    def record_provenance(self, rows: Sequence[RatedRow]) -> None:
+        """Store the per-dataset scale mapping of `rows` and the encoder's fingerprint (called by
+        `fit`; callers of `fit_vectors` call it themselves)."""
         scales = {}
         for r in rows:
             s = r.meta.get("adem_scale")
@@ -140,8 +147,6 @@ class Adem(Estimator):
         self.scale_mapping_ = {"target": [1, 5], "rule": "1 + 4 (x - low) / (high - low)",
                                "datasets": sorted(scales.values(), key=lambda s: s["dataset"])}
         self.encoder_fingerprint_ = self.encoder_object().fingerprint()
-        self.training_["rows"] = {"train": len(tr), "validation": len(va)}
-        return self
 
     def fit_vectors(self, C: np.ndarray, R: np.ndarray, H: np.ndarray, y: np.ndarray,
                     lengths: np.ndarray | None = None, *, val: tuple | None = None,
