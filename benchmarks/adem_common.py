@@ -31,9 +31,14 @@ def pool():
 
 
 def cache_path(encoder_spec: str) -> str:
-    tag = encoder_spec if ":" not in encoder_spec else encoder_spec.split(":")[0] + "-" + \
-        hashlib.sha1(encoder_spec.encode()).hexdigest()[:8]
-    return os.path.join(CACHE, f"{tag}.npz")
+    """One file per encoder *and* weights: a retrained encoder in the same folder gets a new file."""
+    if ":" not in encoder_spec:
+        return os.path.join(CACHE, f"{encoder_spec}.npz")
+    kind, folder = encoder_spec.split(":", 1)
+    manifest = os.path.join(folder, "manifest.json")
+    stamp = open(manifest, "rb").read() if os.path.exists(manifest) else b""
+    key = hashlib.sha1(encoder_spec.encode() + stamp).hexdigest()[:10]
+    return os.path.join(CACHE, f"{kind}-{key}.npz")
 
 
 def context_key(context, k):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import glob
 import json
 import math
 import os
@@ -270,23 +271,37 @@ def cmd_efficiency(args):
               PAPER_EFFICIENCY.get(f, "")] for f, v in res.items()]
     write_csv(os.path.join(OUT, f"efficiency_{args.encoder.split(':')[0]}_{PRESET}.csv"),
               ["percent", "train rows", "seeds", "mean spearman", "std", "min", "max", "paper (Twitter)"], table)
+    plot_efficiency(sorted(glob.glob(os.path.join(OUT, "efficiency_*.csv"))),
+                    os.path.join(OUT, "efficiency.png"))
+    print("\n".join(",".join(str(c) for c in t) for t in table))
+
+
+def plot_efficiency(csv_paths, png):
+    """All measured curves (mean +- std over seeds) with the paper's two published points."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    xs = list(res)
-    ax.errorbar(xs, [np.mean(res[f]) for f in xs], yerr=[np.std(res[f]) for f in xs], marker="o", capsize=3,
-                label=f"ADEM ({args.encoder.split(':')[0]}), our pooled sets, {args.seeds} seeds")
-    ax.plot(list(PAPER_EFFICIENCY), list(PAPER_EFFICIENCY.values()), "s--", color="grey",
-            label="paper (Twitter), endpoints")
-    ax.set_xlabel("% of training data")
-    ax.set_ylabel("test Spearman")
-    ax.set_title("ADEM data efficiency (in-domain split)")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for path in csv_paths:
+        with open(path) as handle:
+            rows = list(csv.DictReader(handle))
+        label = os.path.basename(path)[len("efficiency_"):-4].replace("_", ", preset ")
+        ax.errorbar([float(r["percent"]) for r in rows], [float(r["mean spearman"]) for r in rows],
+                    yerr=[float(r["std"]) for r in rows], marker="o", capsize=3,
+                    label=f"ADEM ({label}), {rows[0]['seeds']} seeds")
+    ax.plot(list(PAPER_EFFICIENCY), list(PAPER_EFFICIENCY.values()), "s", color="grey", markersize=8,
+            label="paper, Twitter data (5% and 100%)")
+    ax.set_xlabel("% of the in-domain training split")
+    ax.set_ylabel("test Spearman (in-domain test split)")
+    ax.set_title("ADEM data efficiency")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(OUT, f"efficiency_{args.encoder.split(':')[0]}_{PRESET}.png"), dpi=120)
-    print("\n".join(",".join(str(c) for c in t) for t in table))
+    fig.savefig(png, dpi=120)
+
+
+def cmd_plot(args):
+    plot_efficiency(sorted(glob.glob(os.path.join(OUT, "efficiency_*.csv"))), os.path.join(OUT, "efficiency.png"))
 
 
 # -- speed and size -------------------------------------------------------------------------
@@ -337,6 +352,8 @@ def main(argv=None):
     a.add_argument("--encoder", default="minilm")
     a.add_argument("--seeds", type=int, default=10)
     a.set_defaults(func=cmd_efficiency)
+    a = sub.add_parser("plot")
+    a.set_defaults(func=cmd_plot)
     a = sub.add_parser("speed")
     a.add_argument("--minilm-model", required=True)
     a.add_argument("--hred-model")
