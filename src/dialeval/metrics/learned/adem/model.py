@@ -141,6 +141,8 @@ class Adem(Estimator):
         `fit`; callers of `fit_vectors` call it themselves)."""
         scales = {}
         for r in rows:
+            if self.needs_references() and not r.references:
+                continue        # not a training row of this variant
             s = r.meta.get("adem_scale")
             if s:
                 scales[s["dataset"]] = s
