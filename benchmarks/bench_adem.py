@@ -180,6 +180,20 @@ def cmd_main(args):
         test = [i for i, r in enumerate(rows) if r.dataset == held]
         evaluate(held, train, val, test)
 
+    # sets without references: only C-ADEM can score them (trained on all the other sets)
+    free = []
+    for held in ("fed-turn", "holistic-coherence"):
+        rest = [i for i, r in enumerate(rows) if r.dataset != held]
+        parts = split_by_context([rows[i] for i in rest], [0.85, 0.15], seed=0)
+        test = [i for i, r in enumerate(rows) if r.dataset == held]
+        for name, vec in encs.items():
+            m = fit("c_adem", vec, rows, [rest[i] for i in parts[0]], [rest[i] for i in parts[1]])
+            r, lo, hi, n, p = spearman_ci(predict(m, vec, test), y[test], args.n_boot)
+            free.append([held, f"C-ADEM ({name})", n, fmt(r), fmt(lo), fmt(hi), fmt(p, 4)])
+            log(f"{held}: C-ADEM ({name}) {r:.3f}")
+    write_csv(os.path.join(OUT, f"c_adem_reference_free_{PRESET}.csv"),
+              ["held-out set", "metric", "n", "spearman", "ci low", "ci high", "p"], free)
+
     settings = ["in-domain (pooled, test 15%)"] + datasets
     header = ["setting", "n"] + systems
     table = []
