@@ -235,6 +235,42 @@ def cmd_main(args):
     print(open(os.path.join(OUT, f"main_table_{PRESET}.md")).read())
 
 
+# -- in-domain inside each set ----------------------------------------------------------------
+
+def cmd_perset(args):
+    """The paper's own setting (one data set, split by context 70/15/15) on each of our sets."""
+    from dialeval.metrics.learned.adem.data import WITH_REFERENCES, split_by_context
+
+    rows = pool()
+    y = np.array([r.score for r in rows])
+    vm = Vectors(rows, "minilm")
+    encs = {"minilm": vm}
+    if args.hred:
+        encs["hred"] = Vectors(rows, f"hred:{os.path.abspath(args.hred)}")
+    systems = [f"ADEM ({e})" for e in encs] + [f"ADEM at init ({e})" for e in encs] + \
+        ["sent_cosine", "BLEU-2", "ROUGE-L"]
+    table = []
+    for ds in WITH_REFERENCES:
+        idx = [i for i, r in enumerate(rows) if r.dataset == ds]
+        parts = split_by_context([rows[i] for i in idx], [0.70, 0.15, 0.15], seed=0)
+        tr, va, te = ([idx[i] for i in p] for p in parts)
+        scores = {}
+        for name, vec in encs.items():
+            m = fit("adem", vec, rows, tr, va)
+            scores[f"ADEM ({name})"] = predict(m, vec, te)
+            scores[f"ADEM at init ({name})"] = predict(m.at_initialisation(), vec, te)
+        b = baselines(rows, te, vm)
+        scores["sent_cosine"], scores["BLEU-2"], scores["ROUGE-L"] = b["sent_cosine"], b["bleu2"], b["rouge_l"]
+        res = {s: spearman_ci(scores[s], y[np.asarray(te)], args.n_boot) for s in systems}
+        table.append([ds, len(tr), len(te)] + [f"{fmt(res[s][0])} [{fmt(res[s][1], 2)}, {fmt(res[s][2], 2)}]"
+                                               for s in systems])
+        log(f"{ds}: " + ", ".join(f"{s} {res[s][0]:.3f}" for s in systems))
+    means = ["mean", "", ""] + [fmt(np.mean([float(t[3 + j].split()[0]) for t in table])) for j in range(len(systems))]
+    table.append(means)
+    write_csv(os.path.join(OUT, f"perset_{PRESET}.csv"), ["set", "train rows", "test rows"] + systems, table)
+    print("\n".join(",".join(str(c) for c in t) for t in table))
+
+
 # -- leave one system out -------------------------------------------------------------------
 
 def cmd_loso(args):
@@ -358,6 +394,10 @@ def main(argv=None):
     a.add_argument("--n-boot", type=int, default=1000)
     a.add_argument("--save-dir", default="models", help="save the in-domain ADEM models here (adem-minilm, ...)")
     a.set_defaults(func=cmd_main)
+    a = sub.add_parser("perset")
+    a.add_argument("--hred")
+    a.add_argument("--n-boot", type=int, default=1000)
+    a.set_defaults(func=cmd_perset)
     a = sub.add_parser("loso")
     a.add_argument("--encoder", default="minilm")
     a.add_argument("--n-boot", type=int, default=1000)
