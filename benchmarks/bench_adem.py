@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from adem_common import encode_pool, pool, vectors  # noqa: E402
+from adem_common import DATA as DATA_DIR, encode_pool, pool, vectors  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "adem_results")
 PAPER_TABLE3 = 0.414     # ADEM (VHRED) test Spearman, Twitter data, paper Table 3
@@ -391,6 +391,24 @@ def cmd_speed(args):
     print(json.dumps(out, indent=1))
 
 
+def cmd_perplexity(args):
+    """Next-utterance perplexity of a trained dialogue encoder on a corpus (e.g. DailyDialog test)."""
+    from dialeval.metrics.learned.adem.data import read_dialogue_corpus
+    from dialeval.metrics.learned.adem.hred import DialogueEncoder
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    enc = DialogueEncoder.load(args.encoder)
+    t0 = time.time()
+    out = enc.perplexity(read_dialogue_corpus(args.corpus))
+    out["seconds"] = round(time.time() - t0, 1)
+    out["encoder"] = {k: v for k, v in enc.training_.items() if k not in ("log", "eval")}
+    with open(os.path.join(OUT, "hred_perplexity.json"), "w") as handle:
+        json.dump(out, handle, indent=1)
+    print(json.dumps(out))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -411,6 +429,11 @@ def main(argv=None):
     a.add_argument("--encoder", default="minilm")
     a.add_argument("--seeds", type=int, default=10)
     a.set_defaults(func=cmd_efficiency)
+    a = sub.add_parser("perplexity")
+    a.add_argument("--encoder", required=True)
+    a.add_argument("--corpus", default=os.path.join(DATA_DIR, "dailydialog", "test.zip"))
+    a.add_argument("--threads", type=int, default=1)
+    a.set_defaults(func=cmd_perplexity)
     a = sub.add_parser("plot")
     a.set_defaults(func=cmd_plot)
     a = sub.add_parser("speed")
