@@ -114,8 +114,11 @@ def _build_net(vocab: int, emb: int, utt: int, ctx: int, latent: int, dec: int):
 class DialogueEncoder(Estimator):
     """Hierarchical GRU dialogue encoder pre-trained as VHRED; `encode` gives context vectors.
 
-    The defaults (about 6.5M parameters) train at roughly one second a batch of 64 on two CPU
-    threads, i.e. about 3,600 batches (2.6 epochs of DailyDialog train) in an hour.
+    The defaults have 7.2M parameters. Three epochs of DailyDialog train are 3,565 batches of
+    64; on a shared, heavily loaded 2-core machine one thread did 691 batches in 25 minutes
+    (about 2.2 s a batch), so an idle 2-core CPU is expected to need about an hour for the
+    default `max_minutes=60` budget (an estimate: not measured idle). On a busy machine use one
+    thread: two OpenMP threads competing for oversubscribed cores were ~17x slower.
     """
 
     kind = KIND
