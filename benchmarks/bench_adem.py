@@ -1,9 +1,12 @@
 """ADEM's experiments on our rated sets (the paper's Tables 3 and 5 and its data-efficiency figure).
 
-    python3 benchmarks/bench_adem.py main [--hred models/hred-dd] [--n-boot 1000]
-    python3 benchmarks/bench_adem.py loso
-    python3 benchmarks/bench_adem.py efficiency [--seeds 10]
-    python3 benchmarks/bench_adem.py speed [--hred models/hred-dd]
+    python3 benchmarks/bench_adem.py [--preset paper|released] main [--hred models/hred-dd] [--n-boot 1000]
+    python3 benchmarks/bench_adem.py [--preset ...] perset [--hred models/hred-dd]
+    python3 benchmarks/bench_adem.py [--preset ...] loso [--encoder minilm|hred:DIR]
+    python3 benchmarks/bench_adem.py [--preset ...] efficiency [--seeds 10] [--encoder minilm|hred:DIR]
+    python3 benchmarks/bench_adem.py speed --minilm-model DIR [--hred-model DIR] [--n 100]
+    python3 benchmarks/bench_adem.py perplexity --encoder models/hred-dd
+    python3 benchmarks/bench_adem.py plot
 
 Everything is written to benchmarks/adem_results/ (CSV, markdown, PNG, JSON). Settings are the
 paper's (preset `paper`: PCA 7, L1 gamma 0.02, lr 0.01, batch 16) and are never chosen on a
