@@ -98,6 +98,6 @@ def cmd_train_adem(args) -> int:
     started = time.time()
     model.fit(rows, progress=_log)
     model.save(args.output)
-    print(json.dumps({"output": args.output, "rows": len(rows), "seconds": round(time.time() - started, 1),
+    print(json.dumps({"output": args.output, "rows": len(rows), "total_seconds": round(time.time() - started, 1),
                       **{k: v for k, v in model.training_.items() if k != "curve"}}))
     return 0
