@@ -28,6 +28,7 @@ CLI_EXTENSIONS: list[str] = [
     "dialeval.cli.augment",
     "dialeval.cli.amfm",
     "dialeval.cli.report",
+    "dialeval.cli.learned",
 ]
 
 

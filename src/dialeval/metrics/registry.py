@@ -90,6 +90,12 @@ _SPECS: list[MetricSpec] = [
           ("fm", "FM", "AM-FM fluency: n-gram LM probability ratio, max over references (eq. 2-3)"),
           ("fm_abs", "FMAbs", "AM-FM absolute fluency: n-gram LM probability of the response (eq. 2)"),
           ("amfm", "AMFM", "AM-FM: lambda*AM + (1-lambda)*FM, lambda 0.8 (eq. 4); needs --amfm-model")]],
+    *[MetricSpec(name, f"dialeval.metrics.learned.adem.metric:{cls}", "learned", desc,
+                 extra="learned")
+      for name, cls, desc in [
+          ("adem", "AdemScore", "ADEM (Lowe et al. 2017) eq. 1, trained on human ratings; needs --adem-model"),
+          ("c_adem", "CAdemScore", "C-ADEM: ADEM's context term only, reference-free; needs --adem-model"),
+          ("r_adem", "RAdemScore", "R-ADEM: ADEM's reference term only; needs --adem-model")]],
 ]
 
 REGISTRY: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}

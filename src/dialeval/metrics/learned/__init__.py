@@ -1,0 +1,1 @@
+"""Learned evaluators: metrics whose scoring function is fitted to human ratings (ADEM)."""

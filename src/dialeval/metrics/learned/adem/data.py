@@ -1,0 +1,192 @@
+"""ADEM's data: dialogue corpora for pre-training the encoder, and the local rated sets as
+training rows (context, reference, response, human score on 1-5).
+
+Each rated set keeps one quality (its overall or closest-to-overall judgement) and maps its
+scale linearly onto 1-5: `1 + 4 (x - low) / (high - low)`. The mapping is written into every
+ADEM artifact trained on it (`RatedRow.meta["adem_scale"]`, collected by `Adem.fit`).
+
+- `usr-tc`, `usr-pc`: quality `overall` (1-5); the "Original Ground Truth" response is the
+  reference and is never a candidate;
+- `grade-*`: `coherence` (1-5), with GRADE's human reference;
+- `gupta`: `overall` (1-5), five references;
+- `predictive-engagement`: `engagement` (1-5); the set has no references, so the reference is
+  the turn that follows the query in DailyDialog test (the set's queries come from there),
+  and a candidate that *is* that reference is dropped;
+- `fed-turn` (overall 0-4), `holistic-coherence` (1-5): no references; they serve `c_adem` only.
+
+A JSONL/CSV file of samples with a `rating:score` (or any one quality) on 1-5 works as well.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ....errors import DialevalError
+
+
+@dataclass(frozen=True)
+class RatedSet:
+    quality: str
+    folder: str
+    exclude_systems: tuple[str, ...] = ()
+    references: str = "own"        # own | dailydialog-next | none
+
+
+RATED_SETS: dict[str, RatedSet] = {
+    "usr-tc": RatedSet("overall", "usr", ("Original Ground Truth",)),
+    "usr-pc": RatedSet("overall", "usr", ("Original Ground Truth",)),
+    "grade-dailydialog": RatedSet("coherence", "grade"),
+    "grade-convai2": RatedSet("coherence", "grade"),
+    "grade-empatheticdialogues": RatedSet("coherence", "grade"),
+    "gupta": RatedSet("overall", "dailydialog-multiref-gupta"),
+    "predictive-engagement": RatedSet("engagement", "predictive-engagement", references="dailydialog-next"),
+    "fed-turn": RatedSet("overall", "fed", references="none"),
+    "holistic-coherence": RatedSet("coherence", "holistic-eval", references="none"),
+}
+WITH_REFERENCES = [n for n, s in RATED_SETS.items() if s.references != "none"]
+
+
+@dataclass
+class RatedRow:
+    """One training/test row for ADEM: `score` is the human mean mapped to 1-5."""
+
+    id: str
+    dataset: str
+    context: list[str]
+    response: str
+    references: list[str]
+    score: float
+    system: str | None = None
+    dialogue: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def to_unit_scale(value: float, low: float, high: float) -> float:
+    return 1.0 + 4.0 * (value - low) / (high - low)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def dailydialog_next_turns(path: str) -> dict[str, str]:
+    """Utterance (normalised) -> the next utterance, over a DailyDialog split (first wins)."""
+    from ....data.corpus import read_corpus
+
+    nxt: dict[str, str] = {}
+    for dialogue in read_corpus(path):
+        for a, b in zip(dialogue, dialogue[1:]):
+            nxt.setdefault(_norm(a), b)
+    return nxt
+
+
+def load_rated(spec: str, *, dailydialog_test: str | None = None) -> list[RatedRow]:
+    """Rows of `NAME:FOLDER` (a registered rated set) or of a JSONL/CSV samples file."""
+    name, sep, path = spec.partition(":")
+    if not sep or name not in RATED_SETS:
+        if os.path.isfile(spec):
+            return _rows_from_file(spec)
+        known = ", ".join(RATED_SETS)
+        raise DialevalError(f"--data {spec!r}: give NAME:FOLDER with NAME one of {known}, or a samples file")
+    return load_rated_set(name, path, dailydialog_test=dailydialog_test)
+
+
+def load_rated_set(name: str, path: str, *, dailydialog_test: str | None = None) -> list[RatedRow]:
+    from ....data.datasets import load_dataset
+
+    rs = RATED_SETS[name]
+    ds = load_dataset(name, path, exclude_systems=rs.exclude_systems)
+    low, high = ds.info.scales[rs.quality]
+    nxt = None
+    if rs.references == "dailydialog-next":
+        dd = dailydialog_test or os.path.join(os.path.dirname(os.path.abspath(path)), "dailydialog", "test.zip")
+        if not os.path.exists(dd):
+            raise DialevalError(f"{name}: its references come from DailyDialog test; not found at {dd}")
+        nxt = dailydialog_next_turns(dd)
+    rows = []
+    for s in ds.samples:
+        human = s.human(rs.quality)
+        if human != human:
+            continue
+        refs = list(s.references)
+        if nxt is not None:
+            ref = nxt.get(_norm(s.context[-1])) if s.context else None
+            if ref is None or _norm(ref) == _norm(s.response):
+                continue               # no reference found, or the candidate is the reference
+            refs = [ref]
+        elif rs.references == "none":
+            refs = []
+        rows.append(RatedRow(id=f"{name}/{s.id}", dataset=name, context=list(s.context), response=s.response,
+                             references=refs, score=to_unit_scale(human, low, high), system=s.system,
+                             dialogue=str(s.meta.get("dialogue_id", s.id)),
+                             meta={"adem_scale": {"dataset": name, "quality": rs.quality, "low": low,
+                                                  "high": high}}))
+    return rows
+
+
+def _rows_from_file(path: str) -> list[RatedRow]:
+    from ....data.readers import read_samples
+
+    rows = []
+    for s in read_samples(path):
+        qualities = list(s.ratings)
+        if not qualities:
+            raise DialevalError(f"{path}: sample {s.id!r} has no rating to train on")
+        quality = "score" if "score" in s.ratings else qualities[0]
+        rows.append(RatedRow(id=f"{os.path.basename(path)}/{s.id}", dataset=os.path.basename(path),
+                             context=list(s.context), response=s.response, references=list(s.references),
+                             score=s.human(quality), system=s.system,
+                             dialogue=str(s.meta.get("dialogue_id", "\n".join(s.context) or s.id)),
+                             meta={"adem_scale": {"dataset": os.path.basename(path), "quality": quality,
+                                                  "low": 1, "high": 5}}))
+    return rows
+
+
+# -- corpora for pre-training ---------------------------------------------------------------
+
+def read_topical_chat(path: str) -> list[list[str]]:
+    """Topical-Chat's conversations JSON: {id: {"content": [{"message": ...}, ...]}}."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        return [[m["message"].strip() for m in conv["content"] if m.get("message", "").strip()]
+                for conv in data.values()]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise DialevalError(f"{path}: not a Topical-Chat conversations file ({exc})") from None
+
+
+def read_dialogue_corpus(spec: str) -> list[list[str]]:
+    """`topical-chat:FILE.json`, or any corpus `data.corpus.read_corpus` reads."""
+    from ....data.corpus import read_corpus
+
+    if spec.startswith("topical-chat:"):
+        return read_topical_chat(spec.split(":", 1)[1])
+    return read_corpus(spec)
+
+
+def split_by_context(rows: Sequence[RatedRow], fractions: Sequence[float], seed: int) -> list[list[int]]:
+    """Row indices split so that no context is in two parts (the paper's rule), by shares of
+    distinct contexts drawn with `seed`."""
+    import numpy as np
+
+    keys = sorted({_context_key(r) for r in rows})
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(keys))
+    bounds = np.cumsum([0] + [round(f * len(keys)) for f in fractions[:-1]] + [len(keys)])
+    bounds[-1] = len(keys)
+    part_of = {}
+    for p in range(len(fractions)):
+        for k in order[bounds[p]: bounds[p + 1]]:
+            part_of[keys[k]] = p
+    parts: list[list[int]] = [[] for _ in fractions]
+    for i, r in enumerate(rows):
+        parts[part_of[_context_key(r)]].append(i)
+    return parts
+
+
+def _context_key(row: RatedRow) -> str:
+    return row.dataset + "\x00" + re.sub(r"\s+", " ", " ||| ".join(row.context)).strip().lower()

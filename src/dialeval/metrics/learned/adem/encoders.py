@@ -1,0 +1,97 @@
+"""The encoders ADEM can use, behind one interface: vectors for contexts and for single texts.
+
+- `minilm` / `minilm:DIR`: a frozen sentence-transformers encoder (all-MiniLM-L6-v2 by default);
+  a context is its last k turns joined by spaces into one text;
+- `hred:DIR`: our VHRED-pre-trained hierarchical encoder (`hred.py`); a context is fed as a
+  dialogue and a response or reference as a one-utterance dialogue, and the context encoder's
+  last state is the vector (the paper's rule).
+
+Vectors are cached per distinct input within the process, so a reference shared by many
+candidates, or a context shared by all systems, is encoded once.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+
+from ....errors import DialevalError
+
+
+class MiniLMEncoder:
+    def __init__(self, model_dir: str | None = None, context_turns: int = 3):
+        from ...embedding.sentence import SentenceEncoder
+
+        if model_dir is None:
+            from ...embedding.defaults import default_sentence_model
+
+            model_dir = default_sentence_model()
+            self.spec = "minilm"
+        else:
+            model_dir = os.path.abspath(model_dir)
+            self.spec = f"minilm:{model_dir}"
+        self.model_dir = model_dir
+        self.context_turns = int(context_turns)
+        self._encoder = SentenceEncoder(model_dir)
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encoder.encode(list(texts)).astype(np.float64)
+
+    def encode_contexts(self, contexts: Sequence[Sequence[str]]) -> np.ndarray:
+        k = self.context_turns
+        return self.encode_texts([" ".join(list(c)[-k:]) if k > 0 else "" for c in contexts])
+
+    def fingerprint(self) -> str:
+        from ...embedding.sentence import model_fingerprint
+
+        return "all-MiniLM-L6-v2" if self.spec == "minilm" else model_fingerprint(self.model_dir)
+
+
+class HredEncoder:
+    def __init__(self, directory: str, device: str | None = None):
+        from .hred import load_encoder
+
+        self.directory = os.path.abspath(directory)
+        self.spec = f"hred:{self.directory}"
+        self.model = load_encoder(self.directory, device)
+        self._cache: dict[tuple[str, ...], np.ndarray] = {}
+
+    def encode_contexts(self, contexts: Sequence[Sequence[str]]) -> np.ndarray:
+        keys = [tuple(list(c)[-self.model.max_turns:]) for c in contexts]
+        missing = [k for k in dict.fromkeys(keys) if k not in self._cache]
+        if missing:
+            for k, v in zip(missing, self.model.encode([list(k) for k in missing])):
+                self._cache[k] = v.astype(np.float64)
+        if not keys:
+            return np.zeros((0, self.model.ctx_dim))
+        return np.stack([self._cache[k] for k in keys])
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode_contexts([[t] for t in texts])
+
+    def fingerprint(self) -> str:
+        from ....models.store import read_manifest
+
+        manifest = read_manifest(self.directory) or {}
+        digest = (manifest.get("files", {}).get("arrays.npz") or {}).get("sha256", "")
+        return f"hred:{digest[:12]}"
+
+
+def parse_encoder_spec(spec: str) -> tuple[str, str | None]:
+    kind, _, path = spec.partition(":")
+    if kind not in ("minilm", "hred"):
+        raise DialevalError(f"encoder {spec!r}: give minilm, minilm:DIR or hred:DIR")
+    if kind == "hred" and not path:
+        raise DialevalError("encoder hred needs a folder: hred:DIR (from `dialeval train dialogue-encoder`)")
+    return kind, path or None
+
+
+@lru_cache(maxsize=4)
+def make_encoder(spec: str, context_turns: int = 3, device: str | None = None):
+    kind, path = parse_encoder_spec(spec)
+    if kind == "minilm":
+        return MiniLMEncoder(path, context_turns)
+    return HredEncoder(path, device)

@@ -1,0 +1,341 @@
+"""ADEM proper (paper eq. 1-2): score = (c^T M r^ + r^T N r^ - alpha) / beta.
+
+c, r and r^ are the encoder vectors of the context, the reference and the candidate response
+after a PCA to `pca_dims` dimensions, fitted on the stacked training vectors (contexts,
+references and responses together). M and N start as the identity. alpha and beta are
+constants fixed before training so that the initial predictions (M = N = I) of the training
+rows span the human range 1-5 (min -> 1, max -> 5), computed from *all* training rows (the
+released code used only the first n rows; a deliberate deviation). Only M and N are learned.
+
+Loss: the squared error to the human score (1-5) summed over a batch, plus gamma times the L1
+norm of M and N (`preset="paper"`, PCA 7, gamma 0.02, lr 0.01, batch 16, the paper's App. D)
+or their squared L2 norm (`preset="released"`, PCA 50, as the released code). Adam; early
+stopping on the Spearman correlation of a validation split (its own contexts), keeping the best
+epoch's M and N.
+
+Training rows are oversampled (paper §5): rows are binned by response length (terciles) and,
+inside each bin, every score class (the human score rounded to 1..5) is resampled with
+replacement up to the size of the bin's largest class, at most `max_oversample` times its own
+size, so that length does not predict the score. Every original row is kept (the original code
+silently dropped the rows that did not fill a last batch; we do not).
+
+Variants: `adem` (both terms), `c_adem` (context term only), `r_adem` (reference term only).
+With several references the reference vector is their mean, which (the score being linear in r
+and the PCA affine) equals the mean of the single-reference scores.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+import numpy as np
+
+from ....errors import DialevalError
+from ....models.estimator import Estimator
+from .data import RatedRow, split_by_context
+
+KIND = "adem"
+VARIANTS = ("adem", "c_adem", "r_adem")
+PRESETS = {"paper": {"pca_dims": 7, "gamma": 0.02, "penalty": "l1"},
+           "released": {"pca_dims": 50, "gamma": 0.02, "penalty": "l2"}}
+
+
+class Adem(Estimator):
+    """ADEM, a scikit-learn-shaped estimator: `fit(rows)`, `predict(...)`, `save`/`load`."""
+
+    kind = KIND
+
+    def __init__(self, encoder: str = "minilm", variant: Literal["adem", "c_adem", "r_adem"] = "adem",
+                 preset: Literal["paper", "released"] = "paper", pca_dims: int | None = None,
+                 gamma: float | None = None, lr: float = 0.01, batch_size: int = 16, max_epochs: int = 100,
+                 patience: int = 10, val_fraction: float = 0.15, context_turns: int = 3,
+                 oversample: bool = True, max_oversample: float = 10.0, seed: int = 0):
+        self.encoder = encoder
+        self.variant = variant
+        self.preset = preset
+        self.pca_dims = pca_dims
+        self.gamma = gamma
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.val_fraction = val_fraction
+        self.context_turns = context_turns
+        self.oversample = oversample
+        self.max_oversample = max_oversample
+        self.seed = seed
+
+    # -- settings ------------------------------------------------------------------------
+    def _check(self) -> None:
+        if self.variant not in VARIANTS:
+            raise DialevalError(f"ADEM variant {self.variant!r}: choose from {', '.join(VARIANTS)}")
+        if self.preset not in PRESETS:
+            raise DialevalError(f"ADEM preset {self.preset!r}: choose from {', '.join(PRESETS)}")
+
+    def n_dims(self) -> int:
+        return int(self.pca_dims or PRESETS[self.preset]["pca_dims"])
+
+    def gamma_value(self) -> float:
+        return float(PRESETS[self.preset]["gamma"] if self.gamma is None else self.gamma)
+
+    def needs_references(self) -> bool:
+        return self.variant != "c_adem"
+
+    # -- encoding ------------------------------------------------------------------------
+    def encoder_object(self):
+        from .encoders import make_encoder
+
+        enc = make_encoder(self.encoder, int(self.context_turns))
+        expected = getattr(self, "encoder_fingerprint_", None)
+        if expected is not None and enc.fingerprint() != expected:
+            raise DialevalError(f"ADEM was trained with encoder {expected}, but {self.encoder} is now "
+                                f"{enc.fingerprint()}; retrain ADEM or restore its encoder")
+        return enc
+
+    def encode(self, contexts: Sequence[Sequence[str]], references: Sequence[Sequence[str]],
+               responses: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Full-size vectors: contexts, mean reference vectors (NaN rows without references),
+        responses."""
+        enc = self.encoder_object()
+        C = enc.encode_contexts(contexts)
+        H = enc.encode_texts(list(responses))
+        flat = [r for rs in references for r in rs]
+        R = np.full_like(H, np.nan)
+        if flat:
+            V = enc.encode_texts(flat)
+            owner = np.repeat(np.arange(len(references)), [len(rs) for rs in references])
+            sums = np.zeros_like(H)
+            np.add.at(sums, owner, V)
+            counts = np.bincount(owner, minlength=len(references))
+            has = counts > 0
+            R[has] = sums[has] / counts[has, None]
+        return C, R, H
+
+    def encode_rows(self, rows: Sequence[RatedRow]):
+        return self.encode([r.context for r in rows], [r.references for r in rows], [r.response for r in rows])
+
+    # -- fitting -------------------------------------------------------------------------
+    def fit(self, rows: Sequence[RatedRow], *, progress: Callable[[str], None] | None = None) -> "Adem":
+        self._check()
+        rows = [r for r in rows if r.references or not self.needs_references()]
+        if len(rows) < 10:
+            raise DialevalError(f"ADEM needs at least 10 rated rows with{'' if self.needs_references() else 'out'} "
+                                f"references to train; got {len(rows)}")
+        train_idx, val_idx = split_by_context(rows, [1 - self.val_fraction, self.val_fraction], self.seed)
+        if not val_idx:
+            raise DialevalError("the validation split is empty: give more rows or a larger val_fraction")
+        C, R, H = self.encode_rows(rows)
+        y = np.array([r.score for r in rows], dtype=np.float64)
+        lengths = np.array([len(r.response.split()) for r in rows])
+        tr, va = np.array(train_idx), np.array(val_idx)
+        self.fit_vectors(C[tr], R[tr], H[tr], y[tr], lengths[tr], val=(C[va], R[va], H[va], y[va]),
+                         progress=progress)
+        self.record_provenance(rows)
+        self.training_["rows_split"] = {"train": len(tr), "validation": len(va)}
+        return self
+
+    def record_provenance(self, rows: Sequence[RatedRow]) -> None:
+        """Store the per-dataset scale mapping of `rows` and the encoder's fingerprint (called by
+        `fit`; callers of `fit_vectors` call it themselves)."""
+        scales = {}
+        for r in rows:
+            if self.needs_references() and not r.references:
+                continue        # not a training row of this variant
+            s = r.meta.get("adem_scale")
+            if s:
+                scales[s["dataset"]] = s
+        self.scale_mapping_ = {"target": [1, 5], "rule": "1 + 4 (x - low) / (high - low)",
+                               "datasets": sorted(scales.values(), key=lambda s: s["dataset"])}
+        self.encoder_fingerprint_ = self.encoder_object().fingerprint()
+
+    def fit_vectors(self, C: np.ndarray, R: np.ndarray, H: np.ndarray, y: np.ndarray,
+                    lengths: np.ndarray | None = None, *, val: tuple | None = None,
+                    progress: Callable[[str], None] | None = None) -> "Adem":
+        """Fit on full-size encoder vectors (the benchmark encodes once and calls this)."""
+        self._check()
+        started = time.time()
+        use_c, use_r = self.variant in ("adem", "c_adem"), self.variant in ("adem", "r_adem")
+        if use_r:   # rows without a reference cannot train a variant that reads one
+            keep = np.isfinite(R).all(axis=1)
+            C, R, H, y = C[keep], R[keep], H[keep], y[keep]
+            lengths = lengths[keep] if lengths is not None else None
+        if len(y) < 2:
+            raise DialevalError(f"ADEM ({self.variant}) has {len(y)} usable training rows")
+        stack = [H] + ([C] if use_c else []) + ([R] if use_r else [])
+        X = np.concatenate(stack)
+        n = min(self.n_dims(), X.shape[1], X.shape[0])
+        self.pca_mean_ = X.mean(axis=0)
+        _, _, vt = np.linalg.svd(X - self.pca_mean_, full_matrices=False)
+        self.pca_components_ = vt[:n]
+        c, r, h = self._project(C, R, H)
+        raw0 = self._raw(c, r, h, np.eye(n), np.eye(n))
+        lo, hi = float(raw0.min()), float(raw0.max())
+        self.beta_ = (hi - lo) / 4.0 if hi > lo else 1.0
+        self.alpha_ = lo - self.beta_
+        self.M_ = np.eye(n)
+        self.N_ = np.eye(n)
+        rng = np.random.default_rng(self.seed)
+        idx = self._oversampled(y, lengths, rng) if self.oversample and lengths is not None else np.arange(len(y))
+        # ADEM is linear in (M, N): c^T M h = <M, c h^T>. So each row becomes one feature vector
+        # [vec(c h^T), vec(r h^T)] and a step is two small matrix products.
+        parts = ([np.einsum("ni,nj->nij", np.nan_to_num(c), h).reshape(len(h), -1)] if use_c else []) + \
+                ([np.einsum("ni,nj->nij", np.nan_to_num(r), h).reshape(len(h), -1)] if use_r else [])
+        phi = np.concatenate(parts, axis=1)
+        theta = np.concatenate(([np.eye(n).ravel()] if use_c else []) + ([np.eye(n).ravel()] if use_r else []))
+        penalty = PRESETS[self.preset]["penalty"]
+        gamma = self.gamma_value()
+        alpha, beta = self.alpha_, self.beta_
+        adam = _Adam([theta], self.lr)
+        val_proj = self._project(*val[:3]) if val is not None else None
+        best = (-math.inf, self.M_.copy(), self.N_.copy(), 0)
+        curve = []
+        if val_proj is not None:
+            best = (self._val_score(val_proj, val[3]), self.M_.copy(), self.N_.copy(), 0)
+            curve.append({"epoch": 0, "val_spearman": best[0]})
+        bad = 0
+        epoch = 0
+        for epoch in range(1, self.max_epochs + 1):
+            order = rng.permutation(idx)
+            pe, ye = phi[order], y[order]
+            for start in range(0, len(order), self.batch_size):
+                pb, yb = pe[start:start + self.batch_size], ye[start:start + self.batch_size]
+                w = (2.0 / beta) * ((pb @ theta - alpha) / beta - yb)     # d loss / d raw
+                grad = pb.T @ w
+                grad += gamma * np.sign(theta) if penalty == "l1" else (2 * gamma) * theta
+                adam.step([grad])
+            M = theta[: n * n].reshape(n, n).copy() if use_c else np.eye(n)
+            N = theta[-n * n:].reshape(n, n).copy() if use_r else np.eye(n)
+            self.M_, self.N_ = M, N
+            if val_proj is None:
+                continue
+            score = self._val_score(val_proj, val[3])
+            curve.append({"epoch": epoch, "val_spearman": score})
+            if score > best[0] + 1e-6:
+                best, bad = (score, M.copy(), N.copy(), epoch), 0
+            else:
+                bad += 1
+                if bad >= self.patience:
+                    break
+            if progress and epoch % 10 == 0:
+                progress(f"epoch {epoch}: validation Spearman {score:.4f} (best {best[0]:.4f} at {best[3]})")
+        if val_proj is not None:
+            self.M_, self.N_ = best[1], best[2]
+        self.training_ = {"epochs": epoch, "best_epoch": best[3] if val_proj is not None else epoch,
+                          "val_spearman": best[0] if val_proj is not None else None,
+                          "train_rows": int(len(y)), "oversampled_rows": int(len(idx)),
+                          "seconds": round(time.time() - started, 2), "curve": curve}
+        return self
+
+    def _oversampled(self, y: np.ndarray, lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        cuts = np.quantile(lengths, [1 / 3, 2 / 3]) if len(lengths) >= 3 else []
+        length_bin = np.searchsorted(cuts, lengths, side="right") if len(cuts) else np.zeros(len(y), int)
+        cls = np.clip(np.rint(y), 1, 5).astype(int)
+        out = [np.arange(len(y))]
+        for b in np.unique(length_bin):
+            in_bin = length_bin == b
+            sizes = {k: int(np.sum(in_bin & (cls == k))) for k in np.unique(cls[in_bin])}
+            target = max(sizes.values())
+            for k, size in sizes.items():
+                extra = min(target, int(self.max_oversample * size)) - size
+                if extra > 0:
+                    out.append(rng.choice(np.flatnonzero(in_bin & (cls == k)), size=extra, replace=True))
+        return np.concatenate(out)
+
+    def _val_score(self, proj, y) -> float:
+        pred = self._predict_projected(*proj)
+        ok = np.isfinite(pred)
+        if ok.sum() < 3 or np.std(pred[ok]) == 0:
+            return -math.inf
+        return spearman(pred[ok], y[ok])
+
+    # -- prediction ----------------------------------------------------------------------
+    def _project(self, C, R, H):
+        P = self.pca_components_.T
+        return (C - self.pca_mean_) @ P, (R - self.pca_mean_) @ P, (H - self.pca_mean_) @ P
+
+    def _raw(self, c, r, h, M, N) -> np.ndarray:
+        raw = np.zeros(len(h))
+        if self.variant in ("adem", "c_adem"):
+            raw = raw + np.einsum("ij,ij->i", c @ M, h)
+        if self.variant in ("adem", "r_adem"):
+            raw = raw + np.einsum("ij,ij->i", r @ N, h)
+        return raw
+
+    def _predict_projected(self, c, r, h) -> np.ndarray:
+        return (self._raw(c, r, h, self.M_, self.N_) - self.alpha_) / self.beta_
+
+    def predict_vectors(self, C, R, H) -> np.ndarray:
+        """Scores on the 1-5 scale from full-size vectors; NaN where a needed reference is missing."""
+        self.check_fitted()
+        return self._predict_projected(*self._project(C, R, H))
+
+    def predict(self, contexts: Sequence[Sequence[str]], references: Sequence[Sequence[str]],
+                responses: Sequence[str]) -> np.ndarray:
+        return self.predict_vectors(*self.encode(contexts, references, responses))
+
+    def at_initialisation(self) -> "Adem":
+        """The same PCA, alpha and beta with M = N = I (the paper's 'ADEM at initialisation')."""
+        other = Adem(**self.get_params())
+        for name in self.fitted_attributes():
+            setattr(other, name, getattr(self, name))
+        other.M_ = np.eye(self.M_.shape[0])
+        other.N_ = np.eye(self.N_.shape[0])
+        return other
+
+    # -- persistence ---------------------------------------------------------------------
+    def _set_state(self, values: Mapping[str, Any], arrays: Mapping[str, np.ndarray], directory: str) -> None:
+        missing = {"M_", "N_", "pca_mean_", "pca_components_"} - set(arrays)
+        if missing or "alpha_" not in values or "beta_" not in values:
+            raise DialevalError(f"{directory}: incomplete ADEM artifact (missing "
+                                f"{', '.join(sorted(missing | ({'alpha_', 'beta_'} - set(values))))})")
+        n = arrays["pca_components_"].shape[0]
+        if arrays["M_"].shape != (n, n) or arrays["N_"].shape != (n, n):
+            raise DialevalError(f"{directory}: ADEM arrays do not fit together (M {arrays['M_'].shape}, "
+                                f"PCA {arrays['pca_components_'].shape})")
+        super()._set_state(values, arrays, directory)
+        self._check()
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties given their mean rank (as scipy's rankdata), in numpy alone: the
+    early-stopping check runs every epoch and importing scipy.stats costs seconds."""
+    order = np.argsort(x, kind="mergesort")
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    ends = np.r_[starts[1:], len(x)]
+    mean_rank = (starts + ends + 1) / 2.0
+    ranks = np.empty(len(x))
+    ranks[order] = np.repeat(mean_rank, ends - starts)
+    return ranks
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    ra, rb = average_ranks(np.asarray(a, float)), average_ranks(np.asarray(b, float))
+    ra -= ra.mean()
+    rb -= rb.mean()
+    den = math.sqrt(float(ra @ ra) * float(rb @ rb))
+    return float(ra @ rb / den) if den > 0 else math.nan
+
+
+class _Adam:
+    """Adam (Kingma & Ba) on numpy arrays, updated in place; a None gradient skips a parameter."""
+
+    def __init__(self, params: list[np.ndarray], lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        self.params, self.lr, self.b1, self.b2, self.eps = params, lr, betas[0], betas[1], eps
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+        self.t = 0
+
+    def step(self, grads: list[np.ndarray | None]) -> None:
+        self.t += 1
+        c1, c2 = 1 - self.b1 ** self.t, 1 - self.b2 ** self.t
+        for p, g, m, v in zip(self.params, grads, self.m, self.v):
+            if g is None:
+                continue
+            m *= self.b1
+            m += (1 - self.b1) * g
+            v *= self.b2
+            v += (1 - self.b2) * g * g
+            p -= self.lr * (m / c1) / (np.sqrt(v / c2) + self.eps)
