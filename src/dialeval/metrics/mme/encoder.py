@@ -39,6 +39,14 @@ def encoder_id(model_dir: str) -> str:
     return model_fingerprint(model_dir)
 
 
+def torch_threads() -> None:
+    """One torch thread unless OMP_NUM_THREADS says otherwise: on a shared, loaded CPU a
+    second thread mostly spins (measured: 2 threads ran SM training several times slower)."""
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 1))
+
+
 @lru_cache(maxsize=2)
 def _load(model_dir: str):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -48,8 +56,7 @@ def _load(model_dir: str):
 
     if not os.path.exists(os.path.join(model_dir, "config.json")):
         raise DialevalError(f"{model_dir}: not a transformers model folder (no config.json)")
-    threads = int(os.environ.get("OMP_NUM_THREADS") or min(2, os.cpu_count() or 1))
-    torch.set_num_threads(threads)
+    torch_threads()
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     model = AutoModel.from_pretrained(model_dir, local_files_only=True)
     model.eval()

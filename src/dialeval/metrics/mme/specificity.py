@@ -62,6 +62,10 @@ class SpecificityModel(Estimator):
     # -- training ---------------------------------------------------------------------------
     def fit(self, sentences: Sequence[str], deadline: float | None = None) -> "SpecificityModel":
         import torch
+
+        from .encoder import torch_threads
+
+        torch_threads()
         from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
         from transformers import BertForMaskedLM
 
@@ -98,7 +102,7 @@ class SpecificityModel(Estimator):
                 out.loss.backward()
                 opt.step()
                 steps += 1
-                losses.append(float(out.loss))
+                losses.append(float(out.loss.detach()))
                 if deadline is not None and time.monotonic() > deadline:
                     stop = True
                     break
@@ -149,6 +153,10 @@ class SpecificityModel(Estimator):
     def surprisals(self, texts: Sequence[str], batch_size: int = 512) -> list[np.ndarray]:
         """-log p of each token of each text with that token alone masked."""
         import torch
+
+        from .encoder import torch_threads
+
+        torch_threads()
 
         self.check_fitted()
         tok = self.tokenizer_

@@ -218,6 +218,10 @@ class TopicCoherenceModel(Estimator):
         CLI passes all of DailyDialog train), training pairs from `dialogues`."""
         import torch
 
+        from .encoder import torch_threads
+
+        torch_threads()
+
         from .encoder import shared_encoder
 
         started = time.monotonic()
@@ -309,6 +313,10 @@ class TopicCoherenceModel(Estimator):
     def raw(self, contexts: Sequence[Sequence[str]], responses: Sequence[str], batch_size: int = 256) -> np.ndarray:
         import torch
 
+        from .encoder import torch_threads
+
+        torch_threads()
+
         self.check_fitted()
         graphs = self._graphs()
         out = []
@@ -335,6 +343,10 @@ class TopicCoherenceModel(Estimator):
 
     def _set_state(self, values: Mapping[str, Any], arrays: Mapping[str, np.ndarray], directory: str) -> None:
         import torch
+
+        from .encoder import torch_threads
+
+        torch_threads()
 
         try:
             self.vocab_ = list(values["vocab_"])
