@@ -58,10 +58,8 @@ def keyword_stats(dialogues: Sequence[list[str]], vocab_size: int, min_count: in
             n_pairs += 1
             for a in set(a_ids) | set(b_ids):
                 single[a] += 1
-            for a in a_ids:
-                for b in b_ids:
-                    if a != b:
-                        pair_counts[(min(a, b), max(a, b))] += 1
+            # each unordered keyword pair counts once per adjacent turn pair
+            pair_counts.update({(min(a, b), max(a, b)) for a in a_ids for b in b_ids if a != b})
     rows, cols, vals = [], [], []
     for (a, b), c in pair_counts.items():
         if c < 2:
