@@ -13,7 +13,7 @@ def cmd_train(args) -> int:
     only = parse_only(args.only)
     say = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
     root = train_mme(args.corpus, args.output, engagement=args.engagement, only=only,
-                     max_minutes=args.max_minutes, max_examples=args.max_examples, seed=args.seed,
+                     max_minutes=args.max_minutes, max_examples=args.max_examples, sm_sentences=args.sm_sentences, seed=args.seed,
                      device=args.device, encoder=args.encoder, say=say)
     for name in only:
         entry = root["submetrics"][name]
@@ -34,7 +34,9 @@ def add_train_commands(sub) -> None:
     p.add_argument("--only", help="comma-separated subset of fm,rm,tcm,em,sm (default: all)")
     p.add_argument("--max-minutes", type=float, help="time budget for the whole run, shared among the sub-metrics")
     p.add_argument("--max-examples", type=int, default=3000,
-                   help="DailyDialog train utterances sampled for FM/RM/TCM (default 3000; SM reads 10x that)")
+                   help="DailyDialog train utterances sampled for FM/RM/TCM (default 3000)")
+    p.add_argument("--sm-sentences", type=int, default=10000,
+                   help="DailyDialog train sentences the specificity masked LM trains on (default 10000)")
     p.add_argument("--device", default="cpu", help="cpu (the only one implemented: heads over a frozen encoder)")
     p.add_argument("--encoder", help="sentence-transformers folder to use instead of all-MiniLM-L6-v2")
     p.add_argument("--seed", type=int, default=0)

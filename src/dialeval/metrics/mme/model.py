@@ -46,7 +46,7 @@ def parse_only(text: str | None) -> list[str]:
 
 
 def train_mme(corpus: str, output: str, *, engagement: str | None = None, only: Sequence[str] = SUBMETRICS,
-              max_minutes: float | None = None, max_examples: int = 3000, seed: int = 0,
+              max_minutes: float | None = None, max_examples: int = 3000, sm_sentences: int = 10000, seed: int = 0,
               device: str = "cpu", encoder: str | None = None,
               say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train `only` into `output`; returns the root config. `max_minutes` is a budget for the
@@ -86,7 +86,7 @@ def train_mme(corpus: str, output: str, *, engagement: str | None = None, only: 
             texts, labels, counts = engagement_examples(engagement)
             model = classes[name](seed=seed, encoder=encoder).fit(texts, labels, counts, deadline)
         else:
-            model = classes[name](max_sentences=max(max_examples * 10, 1000), seed=seed).fit(
+            model = classes[name](max_sentences=sm_sentences, seed=seed).fit(
                 [u for d in dialogues for u in d], deadline)
         model.save(os.path.join(output, name))
         root.setdefault("submetrics", {})[name] = {
@@ -95,7 +95,7 @@ def train_mme(corpus: str, output: str, *, engagement: str | None = None, only: 
         say(f"[mme] {name}: {root['submetrics'][name]['wall_seconds']} s wall, "
             f"{root['submetrics'][name]['cpu_seconds']} s CPU")
         root.update({"corpus": os.path.abspath(corpus), "engagement": os.path.abspath(engagement) if engagement else None,
-                     "seed": seed, "max_examples": max_examples, "sample_dialogues": len(sample),
+                     "seed": seed, "max_examples": max_examples, "sm_sentences": sm_sentences, "sample_dialogues": len(sample),
                      "sample_utterances": len(utterances)})
         _write_root(output, root)
     return root
