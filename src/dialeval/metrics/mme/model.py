@@ -94,8 +94,9 @@ def train_mme(corpus: str, output: str, *, engagement: str | None = None, only: 
             "wall_seconds": round(time.monotonic() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1)}
         say(f"[mme] {name}: {root['submetrics'][name]['wall_seconds']} s wall, "
             f"{root['submetrics'][name]['cpu_seconds']} s CPU")
-        root.update({"corpus": os.path.abspath(corpus), "engagement": os.path.abspath(engagement) if engagement else None,
-                     "seed": seed, "max_examples": max_examples, "sm_sentences": sm_sentences, "sample_dialogues": len(sample),
+        if engagement:
+            root["engagement"] = os.path.abspath(engagement)
+        root.update({"corpus": os.path.abspath(corpus), "seed": seed, "max_examples": max_examples, "sm_sentences": sm_sentences, "sample_dialogues": len(sample),
                      "sample_utterances": len(utterances)})
         _write_root(output, root)
     return root
