@@ -126,7 +126,10 @@ def main() -> int:
         sec = time.perf_counter() - t
         save_features(args.feature_cache)
         if not args.no_jsonl:
-            write_jsonl(os.path.join(args.out, f"{name}.jsonl"), result.records())
+            # rows as `dialeval score -o` writes them, less the context (it is in the data set,
+            # joined by id), so that the ten files stay small enough to keep in the repository
+            write_jsonl(os.path.join(args.out, f"{name}.jsonl"),
+                        ({k: v for k, v in rec.items() if k != "context"} for rec in result.records()))
         columns = {m: result.sentence[m] for m in METRICS}
         if name == "predictive-engagement":
             columns.update({f"published:{k}": v for k, v in engagement_reference(path, ds.samples).items()})
