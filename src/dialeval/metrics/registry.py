@@ -96,6 +96,15 @@ _SPECS: list[MetricSpec] = [
           ("adem", "AdemScore", "ADEM (Lowe et al. 2017) eq. 1, trained on human ratings; needs --adem-model"),
           ("c_adem", "CAdemScore", "C-ADEM: ADEM's context term only, reference-free; needs --adem-model"),
           ("r_adem", "RAdemScore", "R-ADEM: ADEM's reference term only; needs --adem-model")]],
+    *[MetricSpec(name, f"dialeval.metrics.mme.metric:{cls}", "mme", desc, extra="mme")
+      for name, cls, desc in [
+          ("mme_fm", "MMEFluency", "MME-CRS fluency sub-metric, [0,1]; needs --mme-model"),
+          ("mme_rm", "MMERelevance", "MME-CRS relevance (next-utterance prediction), [0,1]; needs --mme-model"),
+          ("mme_tcm", "MMETopicCoherence", "MME-CRS topic coherence (keyword graph attention), [0,1]; needs --mme-model"),
+          ("mme_em", "MMEEngagement", "MME-CRS engagement of the response, [0,1]; needs --mme-model"),
+          ("mme_sm_nll", "MMESpecificityNLL", "MME-CRS specificity, summed masked-LM surprisal, [0,1]"),
+          ("mme_sm_nce", "MMESpecificityNCE", "MME-CRS specificity, per-token masked-LM cross-entropy, [0,1]"),
+          ("mme_sm_ppl", "MMESpecificityPPL", "MME-CRS specificity, masked-LM pseudo-perplexity, [0,1]")]],
 ]
 
 REGISTRY: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}

@@ -1,0 +1,44 @@
+"""Command line for the MME sub-metrics: `dialeval train mme`. Their score options
+(`--mme-model DIR`, `--mme-norm`) are generated from the metric constructors like every other
+metric's. Only argparse here; the work is in `dialeval.metrics.mme`."""
+
+from __future__ import annotations
+
+import sys
+
+
+def cmd_train(args) -> int:
+    from dialeval.metrics.mme.model import parse_only, train_mme
+
+    only = parse_only(args.only)
+    say = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
+    root = train_mme(args.corpus, args.output, engagement=args.engagement, only=only,
+                     max_minutes=args.max_minutes, max_examples=args.max_examples, sm_sentences=args.sm_sentences, seed=args.seed,
+                     device=args.device, encoder=args.encoder, say=say)
+    for name in only:
+        entry = root["submetrics"][name]
+        info = entry["info"]
+        size = info.get("examples") or info.get("train_sentences")
+        print(f"{name}: {size} examples, {entry['wall_seconds']} s wall / {entry['cpu_seconds']} s CPU, "
+              f"held-out {('loss ' + str(info['valid_loss'])) if 'valid_loss' in info else 'mean NCE ' + str(info.get('held_out_mean_nce'))}")
+    print(f"MME model written to {args.output} ({', '.join(sorted(root['submetrics']))})")
+    return 0
+
+
+def add_train_commands(sub) -> None:
+    p = sub.add_parser("mme", help="train the MME-CRS sub-metrics (FM, RM, TCM, EM, SM) into one folder")
+    p.add_argument("--corpus", required=True,
+                   help="DailyDialog train (train.zip or dialogues_train.txt; valid/test are refused)")
+    p.add_argument("--engagement", help="the predictive-engagement data folder (needed for em)")
+    p.add_argument("-o", "--output", required=True, help="model folder to write (other sub-metrics in it are kept)")
+    p.add_argument("--only", help="comma-separated subset of fm,rm,tcm,em,sm (default: all)")
+    p.add_argument("--max-minutes", type=float, help="time budget for the whole run, shared among the sub-metrics")
+    p.add_argument("--max-examples", type=int, default=3000,
+                   help="DailyDialog train utterances sampled for FM/RM/TCM (default 3000)")
+    p.add_argument("--sm-sentences", type=int, default=10000,
+                   help="DailyDialog train sentences the specificity masked LM trains on (default 10000)")
+    p.add_argument("--device", default="cpu", help="cpu (the only one implemented: heads over a frozen encoder)")
+    p.add_argument("--encoder", help="sentence-transformers folder to use instead of all-MiniLM-L6-v2")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_train)

@@ -1,0 +1,138 @@
+"""The registered `mme_*` metrics: each reads one sub-metric of the folder given by `mme_model`
+and gives its USL-H-normalised score in [0, 1] (`mme_norm=none` gives the raw value instead:
+the classifier probability, or the specificity surprisal). None needs references; RM and TCM
+read the sample's context. Work is shared through the batch memo, so `mme_sm_nll,mme_sm_nce,
+mme_sm_ppl` mask each token once, and the encoder's cache means each distinct text is encoded
+once for FM, RM and EM together.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from ...errors import DialevalError
+from ..base import Batch, Metric
+
+
+class _MMEBase(Metric):
+    """A sub-metric of a trained MME folder.
+
+    Options:
+        mme_model: trained MME folder (`dialeval train mme`)
+        mme_norm: usl (clip to the training scores' 25th-75th percentiles, min-max to [0,1]; the default) or none (raw)
+    """
+
+    needs_references = False
+    sub: ClassVar[str] = ""
+
+    def __init__(self, mme_model: str | None = None, mme_norm: Literal["usl", "none"] = "usl",
+                 refs_mode: str = "multi", tokenizer: str | None = None):
+        super().__init__(refs_mode=refs_mode, tokenizer=None)
+        if not mme_model:
+            raise DialevalError(f"metric {self.name!r} needs a trained model: --mme-model DIR "
+                                "(make one with `dialeval train mme`)")
+        if mme_norm not in ("usl", "none"):
+            raise DialevalError(f"unknown --mme-norm {mme_norm!r}; choose from usl, none")
+        from .model import load_cached
+
+        self.model = load_cached(mme_model)
+        self.mme_norm = mme_norm
+        self.sub_model = self.model.get(self.sub)
+
+    def _raw(self, batch: Batch) -> np.ndarray:
+        raise NotImplementedError
+
+    def _normalised(self, raw: np.ndarray) -> np.ndarray:
+        return self.sub_model.normalise(raw)
+
+    def multi_stats(self, batch: Batch) -> np.ndarray:
+        if len(batch) == 0:
+            return np.zeros((0, 1))
+        raw = batch.memo(("mme", self.model.fingerprint, self.name), lambda: self._raw(batch))
+        return (raw if self.mme_norm == "none" else self._normalised(raw))[:, None]
+
+    def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
+        return stats[:, 0]
+
+    def signature_options(self) -> list[tuple[str, Any]]:
+        opts: list[tuple[str, Any]] = [("model", self.model.fingerprint), ("norm", self.mme_norm)]
+        enc = (self.sub_model.info_ or {}).get("encoder")
+        if enc:
+            opts.append(("encoder", enc))
+        return opts
+
+
+class MMEFluency(_MMEBase):
+    name = "mme_fm"
+    description = "MME fluency: P(valid utterance) of the response alone"
+    sub = "fm"
+
+    def _raw(self, batch):
+        return self.sub_model.raw(batch.hyps)
+
+
+class MMERelevance(_MMEBase):
+    name = "mme_rm"
+    description = "MME relevance: P(response follows context), next-utterance prediction"
+    sub = "rm"
+
+    def _raw(self, batch):
+        return self.sub_model.raw(batch.contexts, batch.hyps)
+
+
+class MMETopicCoherence(_MMEBase):
+    name = "mme_tcm"
+    description = "MME topic coherence: graph attention over context/response keywords"
+    sub = "tcm"
+
+    def _raw(self, batch):
+        return self.sub_model.raw(batch.contexts, batch.hyps)
+
+    def signature_options(self):
+        from .topic import GRAPH_RECIPE
+
+        return super().signature_options() + [("graph", GRAPH_RECIPE)]
+
+
+class MMEEngagement(_MMEBase):
+    name = "mme_em"
+    description = "MME engagement of the response alone"
+    sub = "em"
+
+    def _raw(self, batch):
+        return self.sub_model.raw(batch.hyps)
+
+
+class _MMESpecificity(_MMEBase):
+    sub = "sm"
+    variant: ClassVar[str] = ""
+
+    def _raw(self, batch):
+        all_raw = batch.memo(("mme-sm", self.model.fingerprint), lambda: self.sub_model.raw_all(batch.hyps))
+        return all_raw[self.variant]
+
+    def _normalised(self, raw):
+        return self.sub_model.normalise(self.variant, raw)
+
+    def signature_options(self):
+        return super().signature_options() + [("mlm", "dd-train-tiny-bert"), ("variant", self.variant)]
+
+
+class MMESpecificityNLL(_MMESpecificity):
+    name = "mme_sm_nll"
+    description = "MME specificity: summed masked-LM surprisal of the response's tokens"
+    variant = "nll"
+
+
+class MMESpecificityNCE(_MMESpecificity):
+    name = "mme_sm_nce"
+    description = "MME specificity: mean masked-LM surprisal (cross-entropy) per token"
+    variant = "nce"
+
+
+class MMESpecificityPPL(_MMESpecificity):
+    name = "mme_sm_ppl"
+    description = "MME specificity: masked-LM pseudo-perplexity"
+    variant = "ppl"

@@ -1,0 +1,303 @@
+"""MME sub-metrics: perturbations and graph statistics checked by hand, normalisation, and a
+tiny end-to-end training (a generated DailyDialog-like corpus and a generated engagement
+folder) with save/load round trip, corruption refusal, [0, 1] scores and the CLI."""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+
+import numpy as np
+import pytest
+
+from dialeval.errors import DialevalError
+from dialeval.metrics.mme import data as D
+from dialeval.metrics.mme.normalise import apply_range, fit_range
+
+
+class FixedRandom(random.Random):
+    """random() always returns `value`; the rest is a seeded Random."""
+
+    def __init__(self, value: float):
+        super().__init__(0)
+        self.value = value
+
+    def random(self):
+        return self.value
+
+
+# -- perturbations, by hand ----------------------------------------------------------------------
+def test_drop_stopwords_by_hand():
+    tokens = "i would like to book a room for tonight .".split()
+    # random() = 0.0 < 0.5: every stop-word goes (i, would, to, a, for); punctuation stays
+    assert D.drop_stopwords(tokens, FixedRandom(0.0)) == "like book room tonight .".split()
+    # random() = 0.9: nothing goes
+    assert D.drop_stopwords(tokens, FixedRandom(0.9)) == tokens
+    # an utterance of stop-words only is kept whole rather than emptied
+    assert D.drop_stopwords(["yes", "i", "do"], FixedRandom(0.0)) == ["yes", "i", "do"]
+
+
+def test_shuffle_keeps_words_and_changes_order():
+    tokens = "where is the nearest bank ?".split()
+    out = D.shuffle_words(tokens, random.Random(3))
+    assert sorted(out) == sorted(tokens) and out != tokens
+    assert D.shuffle_words(["ok", "ok"], random.Random(0)) == ["ok", "ok"]   # nothing to reorder
+
+
+def test_drop_words_counts():
+    tokens = "one two three four five six seven eight nine ten".split()
+    rng = random.Random(1)
+    for _ in range(50):
+        out = D.drop_words(tokens, rng)
+        # 20-50% of 10 words dropped: 2..5 gone, order kept
+        assert 5 <= len(out) <= 8
+        assert out == [w for w in tokens if w in out]
+    assert D.drop_words(["hi"], rng) == ["hi"]
+
+
+def test_repeat_spans_by_hand():
+    class Scripted(random.Random):
+        def __init__(self, ints):
+            super().__init__(0)
+            self.ints = list(ints)
+
+        def randint(self, a, b):
+            value = self.ints.pop(0)
+            assert a <= value <= b
+            return value
+
+    # one span; length 2; start 1; repeated 2 extra times
+    out = D.repeat_spans("a b c d".split(), Scripted([1, 2, 1, 2]))
+    assert out == "a b c b c b c d".split()
+
+
+def test_fluency_mix():
+    rng = random.Random(0)
+    text = "could you tell me how to get to the train station ?"
+    draws = [D.fluency_example(text, rng) for _ in range(2000)]
+    labels = np.array([lab for _, lab, _ in draws])
+    assert abs(labels.mean() - 0.5) < 0.04
+    rules = {r for _, _, r in draws}
+    assert rules == {"none", "stopwords", "shuffle", "drop", "repeat"}
+    for out, lab, rule in draws:
+        if rule == "none":
+            assert out == text and lab == 1
+        if rule == "shuffle":
+            assert sorted(out.split()) == sorted(text.split()) and out != text and lab == 0
+
+
+def test_content_words():
+    assert D.content_words("Do you like Italian food? I love pizza!") == ["like", "italian", "food", "love", "pizza"]
+
+
+def test_train_only_corpus(tmp_path):
+    path = tmp_path / "dialogues_test.txt"
+    path.write_text("hello . __eou__ hi . __eou__\n")
+    with pytest.raises(DialevalError, match="train only"):
+        D.read_dialogues(str(path))
+
+
+# -- normalisation and negatives -------------------------------------------------------------------
+def test_usl_normalisation_by_hand():
+    low, high = fit_range(np.arange(101, dtype=float))        # 0..100: quartiles 25 and 75
+    assert (low, high) == (25.0, 75.0)
+    np.testing.assert_allclose(apply_range(np.array([0.0, 25.0, 50.0, 80.0]), low, high), [0, 0, 0.5, 1])
+    assert np.all(apply_range(np.array([1.0, 2.0]), 3.0, 3.0) == 0.5)
+
+
+def test_median_negative_by_hand():
+    from dialeval.metrics.mme.relevance import median_negatives
+
+    # 4 responses; vectors chosen so that, for response 0, the others have cosines 0.9, 0.5, 0.1
+    v = np.array([[1, 0], [0.9, math.sqrt(1 - 0.81)], [0.5, math.sqrt(0.75)], [0.1, math.sqrt(0.99)]])
+    chosen = median_negatives(["a", "b", "c", "d"], v, random.Random(0), k=3)
+    assert chosen[0] == 2              # the median of (0.9, 0.5, 0.1)
+
+
+def test_ppmi_by_hand():
+    from dialeval.metrics.mme.topic import keyword_stats
+
+    dialogues = [["pizza tonight", "pizza pasta"], ["pizza tonight", "pasta wine"],
+                 ["movie tonight", "movie ticket"], ["weather sunny", "sunny weather"]]
+    vocab, _counts, rows, cols, vals = keyword_stats(dialogues, vocab_size=100, min_count=1)
+    index = {w: i for i, w in enumerate(vocab)}
+    got = {(vocab[a], vocab[b]): v for a, b, v in zip(rows, cols, vals)}
+    # 4 adjacent turn pairs. "tonight" occurs in pairs 1-3, "pasta" in pairs 1-2, "pizza" in 1-2;
+    # across turns, (tonight, pasta) co-occur in pairs 1 and 2, (pizza, pasta) in 1 and 2:
+    #   PMI(tonight, pasta) = log(2 * 4 / (3 * 2)) = log(4/3);  PMI(pizza, pasta) = log(2 * 4 / (2 * 2)) = log 2.
+    # Keyword pairs seen in only one turn pair (movie-ticket, weather-sunny, ...) are dropped.
+    def pmi(a, b):
+        return got[tuple(sorted((a, b), key=lambda w: index[w]))]
+
+    assert pmi("pasta", "tonight") == pytest.approx(math.log(4 / 3), rel=1e-6)
+    assert pmi("pizza", "pasta") == pytest.approx(math.log(2.0), rel=1e-6)
+    assert len(got) == 2
+
+
+# -- tiny end-to-end training ------------------------------------------------------------------------
+TOPICS = {
+    "food": ["pizza", "pasta", "restaurant", "dinner", "salad", "chicken", "menu", "waiter"],
+    "travel": ["flight", "airport", "ticket", "hotel", "passport", "luggage", "train", "beach"],
+    "work": ["meeting", "report", "manager", "office", "project", "deadline", "salary", "email"],
+    "health": ["doctor", "medicine", "fever", "hospital", "headache", "exercise", "appointment", "sleep"],
+}
+QUESTIONS = ["do you know a good {a} near the {b} ?", "what about the {a} for the {b} ?",
+             "have you seen my {a} ?", "could we talk about the {a} and the {b} ?"]
+ANSWERS = ["yes , the {a} is next to the {b} .", "i think the {a} was great , but the {b} was not .",
+           "sure , let me check the {a} first .", "no , i have not seen the {a} since the {b} ."]
+
+
+def _corpus(path, n=90, seed=0):
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(n):
+        words = TOPICS[rng.choice(sorted(TOPICS))]
+        turns = []
+        for t in range(rng.randint(4, 6)):
+            a, b = rng.sample(words, 2)
+            turns.append(rng.choice(QUESTIONS if t % 2 == 0 else ANSWERS).format(a=a, b=b))
+        lines.append(" __eou__ ".join(turns) + " __eou__")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _engagement(folder, seed=0):
+    rng = random.Random(seed)
+    data = folder / "data"
+    data.mkdir(parents=True)
+    dull = ["ok .", "yes .", "no .", "i do not know .", "fine ."]
+    lively = ["i love hiking in the mountains , have you ever tried it ?",
+              "my sister just opened a bakery and her bread is amazing !",
+              "we watched a documentary about whales last night , it was fascinating ."]
+    for name, n in [("humanAMT_engscores_utt.csv", 40), ("DD_finetune_train.csv", 30), ("DD_finetune_valid.csv", 10)]:
+        with open(data / name, "w", newline="") as handle:
+            w = csv.writer(handle)
+            w.writerow(["id", "query", "reply", "label"])
+            for i in range(n):
+                label = i % 2
+                reply = rng.choice(lively if label else dull) + ("" if i < 8 else f" ({i})")
+                w.writerow([i, "how was your day ?", reply, label])
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    try:
+        from dialeval.metrics.mme.encoder import default_encoder_dir
+
+        default_encoder_dir()
+    except DialevalError as exc:
+        pytest.skip(f"no default encoder: {exc}")
+    from dialeval.metrics.mme.model import train_mme
+
+    base = tmp_path_factory.mktemp("mme")
+    corpus = _corpus(base / "dialogues_train.txt")
+    eng = _engagement(base / "engagement")
+    out = base / "model"
+    root = train_mme(str(corpus), str(out), engagement=str(eng), max_examples=160, seed=0)
+    return out, root, corpus
+
+
+def _samples():
+    from dialeval.data.sample import Sample
+
+    return [Sample(id="1", context=["do you know a good restaurant near the hotel ?"],
+                   response="yes , the restaurant is next to the hotel ."),
+            Sample(id="2", context=["have you seen my passport ?"],
+                   response="passport passport the the seen seen ."),
+            Sample(id="3", context=["what about the meeting for the project ?"],
+                   response="i love hiking in the mountains , have you ever tried it ?")]
+
+
+MME_METRICS = ["mme_fm", "mme_rm", "mme_tcm", "mme_em", "mme_sm_nll", "mme_sm_nce", "mme_sm_ppl"]
+
+
+def test_tiny_training_records_sizes(tiny_model):
+    _, root, _ = tiny_model
+    subs = root["submetrics"]
+    assert set(subs) == {"fm", "rm", "tcm", "em", "sm"}
+    assert subs["fm"]["info"]["examples"] > 100
+    assert subs["em"]["info"]["examples"] == 80
+    assert subs["tcm"]["info"]["recipe"] == "dd-train-ppmi-adjacent+minilm-input-cos"
+
+
+def test_scores_in_unit_interval_and_round_trip(tiny_model, tmp_path):
+    import shutil
+
+    from dialeval.metrics.mme.model import MMEModel
+    from dialeval.scoring import score
+
+    out, _, _ = tiny_model
+    result = score(_samples(), MME_METRICS, mme_model=str(out))
+    for name in MME_METRICS:
+        values = result.sentence[name]
+        assert np.all((values >= 0) & (values <= 1)), name
+    # copy the folder elsewhere: scores are the same from the copy (a real load, new fingerprint path)
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    again = score(_samples(), MME_METRICS, mme_model=str(copy))
+    for name in MME_METRICS:
+        np.testing.assert_allclose(again.sentence[name], result.sentence[name], rtol=1e-6, atol=1e-9)
+    # raw values are the model's own: the SM nce/ppl relation holds exactly
+    raw = score(_samples(), ["mme_sm_nce", "mme_sm_ppl"], mme_model=str(copy), mme_norm="none")
+    np.testing.assert_allclose(raw.sentence["mme_sm_ppl"], np.exp(raw.sentence["mme_sm_nce"]), rtol=1e-9)
+    # each sub-model loads alone too, and gives the same raw fluency
+    fm = MMEModel(str(copy)).get("fm")
+    np.testing.assert_allclose(fm.raw([s.response for s in _samples()]),
+                               score(_samples(), ["mme_fm"], mme_model=str(out), mme_norm="none").sentence["mme_fm"],
+                               rtol=1e-6)
+
+
+def test_corrupted_artifact_refused(tiny_model, tmp_path):
+    import shutil
+
+    from dialeval.scoring import score
+
+    out, _, _ = tiny_model
+    copy = tmp_path / "bad"
+    shutil.copytree(out, copy)
+    target = copy / "fm" / "arrays.npz"
+    blob = bytearray(target.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    target.write_bytes(bytes(blob))
+    with pytest.raises(DialevalError, match="changed since the artifact was saved"):
+        score(_samples(), ["mme_fm"], mme_model=str(copy))
+    with pytest.raises(DialevalError, match="needs a trained model"):
+        score(_samples(), ["mme_fm"])
+
+
+def test_fluency_prefers_unperturbed(tiny_model):
+    """On its own training distribution the fluency head must rank originals above shuffles."""
+    from dialeval.metrics.mme.model import MMEModel
+
+    out, _, corpus = tiny_model
+    fm = MMEModel(str(out)).get("fm")
+    rng = random.Random(7)
+    texts = [t.strip() for line in corpus.read_text().splitlines() for t in line.split("__eou__") if t.strip()][:60]
+    shuffled = [" ".join(D.shuffle_words(t.split(), rng)) for t in texts]
+    assert fm.raw(texts).mean() > fm.raw(shuffled).mean()
+
+
+def test_cli_train_only_and_score(tiny_model, tmp_path, capsys):
+    import json
+
+    from dialeval.cli.main import main
+
+    _, _, corpus = tiny_model
+    out = tmp_path / "m"
+    assert main(["train", "mme", "--corpus", str(corpus), "-o", str(out), "--only", "fm",
+                 "--max-examples", "120", "--quiet"]) == 0
+    assert "fm:" in capsys.readouterr().out
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("\n".join(json.dumps({"id": s.id, "context": s.context, "response": s.response})
+                             for s in _samples()) + "\n")
+    scores = tmp_path / "scores.jsonl"
+    assert main(["score", str(inp), "--metrics", "mme_fm", "--mme-model", str(out), "-o", str(scores)]) == 0
+    rows = [json.loads(line) for line in scores.read_text().splitlines()]
+    assert len(rows) == 3
+    assert main(["score", str(inp), "--metrics", "mme_rm", "--mme-model", str(out)]) == 2
+    assert "no rm sub-metric" in capsys.readouterr().err
+    assert main(["train", "mme", "--corpus", str(corpus), "-o", str(out), "--only", "xx"]) == 2
