@@ -27,6 +27,7 @@ CLI_EXTENSIONS: list[str] = [
     "dialeval.cli.lm",
     "dialeval.cli.augment",
     "dialeval.cli.amfm",
+    "dialeval.cli.compose",
 ]
 
 

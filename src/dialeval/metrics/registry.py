@@ -28,6 +28,9 @@ class MetricSpec:
     description: str
     fixed: dict[str, Any] = field(default_factory=dict)
     extra: str | None = None         # pip extra that provides its dependencies
+    # A metric that builds other metrics (`compose`) receives every option given, not only the
+    # ones its constructor declares, so model folders reach the metrics it builds.
+    passes_options: bool = False
 
     def metric_class(self) -> type:
         module_name, cls_name = self.target.split(":")
@@ -48,7 +51,8 @@ class MetricSpec:
 
     def build(self, **options: Any) -> Metric:
         accepted = self.option_specs()
-        kwargs = {k: v for k, v in options.items() if k in accepted and v is not None}
+        kwargs = {k: v for k, v in options.items()
+                  if (k in accepted or self.passes_options) and v is not None}
         return self.metric_class()(**self.fixed, **kwargs)
 
 
@@ -90,6 +94,9 @@ _SPECS: list[MetricSpec] = [
           ("fm", "FM", "AM-FM fluency: n-gram LM probability ratio, max over references (eq. 2-3)"),
           ("fm_abs", "FMAbs", "AM-FM absolute fluency: n-gram LM probability of the response (eq. 2)"),
           ("amfm", "AMFM", "AM-FM: lambda*AM + (1-lambda)*FM, lambda 0.8 (eq. 4); needs --amfm-model")]],
+    MetricSpec("compose", "dialeval.metrics.compose:Compose", "compose",
+               "composition of other metrics (MME-CRS correlation re-scaling, average or ridge); "
+               "needs --compose-model from `dialeval fit compose`", extra="compose", passes_options=True),
 ]
 
 REGISTRY: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}
