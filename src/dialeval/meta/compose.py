@@ -29,7 +29,9 @@ already in [0, 1]). Test scores outside the range are clipped.
 
 Missing values. A metric that cannot score an item (NaN: a reference-based metric on a set
 without references) is left out of that item's sum and the remaining weights are renormalised;
-on a development set it has no correlation, so r = 0 there. A (set, quality) pair where every
+an item whose every weighted metric is missing takes the pooled weights, and failing those the
+plain mean of the metrics it has. On a development set a metric without scores has no
+correlation, so r = 0 there. A (set, quality) pair where every
 r is 0 carries no information and is left out of the average in eq. 2. A quality asked for at
 prediction time that no development set rated gets the pooled weights (the mean over every
 (set, quality) pair), and `fallback_used` says so.
@@ -331,12 +333,18 @@ class ComposeModel(Estimator):
         row = self.row_of(quality)
         if self.method == "ridge":
             return self._impute(mat) @ self.coef_[row] + self.intercept_[row]
-        w = self.weights_[row]
         ok = np.isfinite(mat)
-        total = (np.where(ok, mat, 0.0) * w).sum(axis=1)
-        mass = (ok * w).sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(mass > 0, total / np.where(mass > 0, mass, 1.0), np.nan)
+        values = np.where(ok, mat, 0.0)
+        out = np.full(len(mat), np.nan)
+        todo = ok.any(axis=1)
+        # the quality's weights; items whose weighted metrics are all missing fall back to the
+        # pooled weights, then to the plain mean of what they have
+        for w in (self.weights_[row], self.weights_[-1], np.ones(len(self.metrics_))):
+            mass = (ok * w).sum(axis=1)
+            take = todo & (mass > 0)
+            out[take] = (values[take] * w).sum(axis=1) / mass[take]
+            todo &= ~take
+        return out
 
     # -- persistence -------------------------------------------------------------------------
     def _set_state(self, values, arrays, directory):
