@@ -46,12 +46,16 @@ def test_crs_weights_by_hand():
     w = model.weights_for("overall")
     np.testing.assert_allclose([w["m1"], w["m2"], w["m3"]], (w_a + w_b) / 2)
     np.testing.assert_allclose([w["m1"], w["m2"], w["m3"]], [0.4648780487804878, 0.4451219512195122, 0.09])
-    # B's fluency: every r <= 0 says nothing -> no pair to average -> uniform, flagged by 0 sets
-    assert model.weight_sets_[model.row_of("fluency")] == 0
-    np.testing.assert_allclose(list(model.weights_for("fluency").values()), [1 / 3] * 3)
     # the pooled row (for a quality no set rates) averages the informative pairs: here the same
     np.testing.assert_allclose(list(model.weights_for(POOLED).values()), (w_a + w_b) / 2)
+    # B's fluency: every r <= 0 says nothing -> no pair to average -> the pooled row, flagged
+    assert model.weight_sets_[model.row_of("fluency")] == 0 and model.fallback_used("fluency")
+    np.testing.assert_allclose(list(model.weights_for("fluency").values()), (w_a + w_b) / 2)
     assert model.fallback_used("engaging") and not model.fallback_used("overall")
+    # nothing informative anywhere -> uniform
+    flat = ComposeModel().fit([DevSet("C", {"m1": [1, 2, 3, 4, 5], "m2": [1, 2, 3, 5, 4]},
+                                          {"q": [5, 4, 3, 2, 1.5]})], ["m1", "m2"])
+    assert flat.weights_for("q") == {"m1": 0.5, "m2": 0.5} and flat.fallback_used("q")
 
     # p = 1: A (1, .8, 0) / 1.8, B (.8, 1, .6) / 2.4
     w1 = ComposeModel(method="crs", p=1).fit(hand_sets(), ["m1", "m2", "m3"]).weights_for("overall")

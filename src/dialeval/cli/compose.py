@@ -97,8 +97,8 @@ def cmd_fit_compose(args) -> int:
     if args.plot:
         from dialeval.report.weights import weights_heatmap
 
-        rows = [*model.qualities_]
-        table = [[model.weights_for(q)[m] for m in model.metrics_] for q in rows]
+        rows = [q + (" (pooled)" if model.fallback_used(q) else "") for q in model.qualities_]
+        table = [[model.weights_for(q)[m] for m in model.metrics_] for q in model.qualities_]
         summary["plot"] = weights_heatmap(table, rows, model.metrics_, args.plot,
                                           title=f"{args.method} weights", signed=args.method == "ridge")
     if args.json:
@@ -109,12 +109,13 @@ def cmd_fit_compose(args) -> int:
     rows = []
     for q in [*model.qualities_, POOLED]:
         w = model.weights_for(q)
-        rows.append([q if q != POOLED else "(pooled)", model.weight_sets_[model.row_of(q) if q != POOLED
-                                                                          else len(model.qualities_)]]
+        used = model.weight_sets_[model.row_of(q)]
+        rows.append([q if q != POOLED else "(pooled)", used if used or q == POOLED else "0: pooled"]
                     + [w[m] for m in model.metrics_])
     print(label)
     print(format_table(["quality", "dev pairs"] + model.metrics_, rows, fmt=args.table_format, digits=3))
     print()
+    print("dev pairs: the (set, quality) pairs averaged (eq. 2); 0: none informative, the pooled row stands in")
     print(f"scaling: {args.scaling} on the pooled development scores; "
           f"development sets: {', '.join(model.devsets_)}")
     print(f"composition written to {folder}; score with "

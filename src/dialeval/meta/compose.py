@@ -34,7 +34,8 @@ plain mean of the metrics it has. On a development set a metric without scores h
 correlation, so r = 0 there. A (set, quality) pair where every
 r is 0 carries no information and is left out of the average in eq. 2. A quality asked for at
 prediction time that no development set rated gets the pooled weights (the mean over every
-(set, quality) pair), and `fallback_used` says so.
+(set, quality) pair), and `fallback_used` says so; so does a quality whose every rating set
+was uninformative (all r <= 0).
 """
 
 from __future__ import annotations
@@ -241,13 +242,14 @@ class ComposeModel(Estimator):
         per_pair = np.array(per_pair, dtype=float).reshape(len(self.pairs_), m)
         self.pair_weights_ = per_pair
         rows, used = [], []
-        for q in [*qualities, POOLED]:
+        for q in [POOLED, *qualities]:
             take = [i for i, (_, pq) in enumerate(self.pairs_)
                     if (q == POOLED or pq == q) and np.isfinite(per_pair[i]).all()]
             used.append(len(take))
-            rows.append(per_pair[take].mean(axis=0) if take else np.full(m, 1.0 / m))
-        self.weights_ = np.array(rows, dtype=float)
-        self.weight_sets_ = used      # development pairs averaged per row (0: uniform fallback)
+            # no informative pair: the pooled weights (and uniform if nothing is informative)
+            rows.append(per_pair[take].mean(axis=0) if take else rows[0] if rows else np.full(m, 1.0 / m))
+        self.weights_ = np.array(rows[1:] + rows[:1], dtype=float)
+        self.weight_sets_ = used[1:] + used[:1]   # pairs averaged per row (0: the pooled row stands in)
 
     def _fit_ridge(self, devsets: Sequence[DevSet], qualities: Sequence[str]) -> None:
         scaled = {d.name: self._scaled_matrix(d.scores) for d in devsets}
@@ -255,7 +257,7 @@ class ComposeModel(Estimator):
         fill = np.nanmean(stacked, axis=0)
         self.fill_ = np.where(np.isfinite(fill), fill, 0.5)
         coefs, intercepts, alphas, used = [], [], [], []
-        for q in [*qualities, POOLED]:
+        for q in [POOLED, *qualities]:
             xs, ys, groups = [], [], []
             for g, d in enumerate(devsets):
                 for dq in sorted(d.human):
@@ -270,20 +272,21 @@ class ComposeModel(Estimator):
                     ys.append(z)
                     groups.append(np.full(ok.sum(), g))
             used.append(len(xs))
-            if not xs:
-                coefs.append(np.zeros(len(self.metrics_)))
-                intercepts.append(0.0)
-                alphas.append(math.nan)
+            if not xs:      # the pooled model stands in (zeros if nothing was usable at all)
+                coefs.append(coefs[0] if coefs else np.zeros(len(self.metrics_)))
+                intercepts.append(intercepts[0] if intercepts else 0.0)
+                alphas.append(alphas[0] if alphas else math.nan)
                 continue
             coef, icpt, alpha = _ridge_cv(np.concatenate(xs), np.concatenate(ys),
                                           np.concatenate(groups), self._alphas(), self.seed)
             coefs.append(coef)
             intercepts.append(icpt)
             alphas.append(alpha)
-        self.coef_ = np.array(coefs, dtype=float)
-        self.intercept_ = np.array(intercepts, dtype=float)
-        self.alpha_ = np.array(alphas, dtype=float)
-        self.weight_sets_ = used
+        # stored in the order of qualities_, the pooled row last
+        self.coef_ = np.array(coefs[1:] + coefs[:1], dtype=float)
+        self.intercept_ = np.array(intercepts[1:] + intercepts[:1], dtype=float)
+        self.alpha_ = np.array(alphas[1:] + alphas[:1], dtype=float)
+        self.weight_sets_ = used[1:] + used[:1]
 
     def _alphas(self) -> list[float]:
         return [float(a) for a in (self.alphas if self.alphas else DEFAULT_ALPHAS)]
@@ -319,7 +322,11 @@ class ComposeModel(Estimator):
         return self.qualities_.index(quality) if quality in self.qualities_ else len(self.qualities_)
 
     def fallback_used(self, quality: str | None) -> bool:
-        return quality is not None and quality not in self.qualities_
+        """True when `quality` is scored with the pooled row: no development set rates it, or
+        none that does told anything (every correlation <= 0; for ridge, no usable set)."""
+        if quality is None:
+            quality = self.qualities_[0]
+        return quality not in self.qualities_ or self.weight_sets_[self.row_of(quality)] == 0
 
     def weights_for(self, quality: str | None) -> dict[str, float]:
         """{metric: weight} for `quality` (CRS/avg weights; ridge coefficients)."""
