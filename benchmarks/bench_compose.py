@@ -12,7 +12,7 @@ metric's own Spearman per (set, quality) for context.
         [--data-root ../shared/data] [--out benchmarks/compose_results] [--n-boot 1000]
 
 Every metric flag of `dialeval score` is accepted (they are generated the same way). Metric
-scores are cached per data set in OUT/scores/<set>.json, keyed by each metric's signature, so
+scores are cached per data set in OUT/scores/<set>.jsonl, keyed by each metric's signature, so
 a rerun with one more metric scores only that one. The sets' quality names differ; synonyms
 are merged with `--alias` (default engagement=engaging, fluent=fluency) and the merge is
 printed. USR's "Original Ground Truth" responses are dropped (they are the references).
@@ -78,6 +78,29 @@ def parse_groups(text: str | None, metrics: list[str]) -> dict[str, list[str]]:
     return groups
 
 
+def read_cache(path: str, ids: list[str]) -> dict:
+    """Cached scores of one set: a header line {"set", "signatures"}, then {"id", "scores"} per
+    sample. A cache for other sample ids is ignored."""
+    cache: dict = {"signatures": {}, "scores": {}}
+    if not os.path.exists(path):
+        return cache
+    with open(path, encoding="utf-8") as handle:
+        lines = [json.loads(line) for line in handle if line.strip()]
+    if [row["id"] for row in lines[1:]] != ids:
+        return cache
+    cache["signatures"] = lines[0]["signatures"]
+    cache["scores"] = {m: [row["scores"].get(m) for row in lines[1:]] for m in cache["signatures"]}
+    return cache
+
+
+def write_cache(path: str, name: str, ids: list[str], cache: dict) -> None:
+    with atomic_write(path) as handle:
+        handle.write(json.dumps({"set": name, "signatures": cache["signatures"]}) + "\n")
+        for i, sid in enumerate(ids):
+            handle.write(json.dumps({"id": sid, "scores": {m: col[i] for m, col in cache["scores"].items()}})
+                         + "\n")
+
+
 def scored_devsets(args, metrics: list[str], options: dict) -> tuple[list[DevSet], dict, dict]:
     """DevSets of every local set, scoring only metrics whose cached signature differs."""
     cache_dir = os.path.join(args.out, "scores")
@@ -91,13 +114,8 @@ def scored_devsets(args, metrics: list[str], options: dict) -> tuple[list[DevSet
         dataset = load_dataset(name, os.path.join(args.data_root, SETS[name]))
         samples = [s for s in dataset.samples if s.system not in EXCLUDE.get(name, ())]
         ids = [s.id for s in samples]
-        path = os.path.join(cache_dir, f"{name}.json")
-        cache = {"ids": ids, "signatures": {}, "scores": {}}
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as handle:
-                old = json.load(handle)
-            if old.get("ids") == ids:
-                cache = old
+        path = os.path.join(cache_dir, f"{name}.jsonl")
+        cache = read_cache(path, ids)
         todo = [m for m in metrics if cache["signatures"].get(m) != signatures[m]]
         for m in todo:
             log(f"scoring {name} ({len(samples)}) with {m}")
@@ -106,7 +124,7 @@ def scored_devsets(args, metrics: list[str], options: dict) -> tuple[list[DevSet
             timings.setdefault(name, {})[m] = time.perf_counter() - t0
             cache["scores"][m] = [None if not math.isfinite(v) else float(v) for v in result.sentence[m]]
             cache["signatures"][m] = signatures[m]
-            write_json(path, cache)
+            write_cache(path, name, ids, cache)
         cols = {m: np.array([np.nan if v is None else v for v in cache["scores"][m]]) for m in metrics}
         dev = DevSet.from_samples(name, samples, cols)
         dev.human = {args.alias.get(q, q): v for q, v in dev.human.items()}
