@@ -233,11 +233,18 @@ def main() -> None:
     per_q = {}
     for (s, q), v in table.items():
         per_q.setdefault(q, []).append(v)
-    qrows = [[q, len(vs)] + [float(np.mean([zero(v[m]) for v in vs])) for m in ("crs", "avg", "ridge")]
-             for q, vs in sorted(per_q.items())]
-    results["per_quality"] = [dict(zip(["quality", "sets", "crs", "avg", "ridge"], r)) for r in qrows]
-    md += ["Per quality (mean over the held-out sets that rate it):", "",
-           table_md(["quality", "sets", "CRS", "Avg", "ridge"], qrows), ""]
+    qrows, qdiffs = [], {}
+    for q, vs in sorted(per_q.items()):
+        d = paired_mean_difference(rows, "crs", "avg", n_boot=args.n_boot, seed=args.seed,
+                                   keep=lambda r, q=q: r.quality == q)
+        qdiffs[q] = d.to_dict()
+        qrows.append([q, len(vs)] + [float(np.mean([zero(v[m]) for v in vs])) for m in ("crs", "avg", "ridge")]
+                     + [pct(d.mean_diff), f"[{pct(d.ci_low)}, {pct(d.ci_high)}]", d.p])
+    results["per_quality"] = [dict(zip(["quality", "sets", "crs", "avg", "ridge"], r[:5]),
+                                   crs_minus_avg=qdiffs[r[0]]) for r in qrows]
+    md += ["Per quality (mean over the held-out sets that rate it; CRS - Avg in points with its "
+           "paired bootstrap):", "",
+           table_md(["quality", "sets", "CRS", "Avg", "ridge", "CRS - Avg", "95% CI", "p (CRS <= Avg)"], qrows), ""]
 
     # 3. p sweep (the paper's Table 4)
     ps = [float(p) for p in args.ps.split(",")]
