@@ -261,3 +261,19 @@ def test_fit_cli_refuses_unrated_data(tmp_path, capsys):
     assert "no human ratings" in capsys.readouterr().err
     assert main(["fit", "compose", "--data", "nonsense", "--metrics", "bleu2", "-o", str(tmp_path / "o")]) == 2
     assert "expected NAME:PATH" in capsys.readouterr().err
+
+
+def test_fit_group_is_shared():
+    """A second module adding a `fit` target reuses the group instead of a duplicate parser."""
+    import argparse
+
+    from dialeval.cli.compose import _fit_subparsers
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    first = _fit_subparsers(sub)
+    first.add_parser("compose")
+    again = _fit_subparsers(sub)
+    assert again is first
+    again.add_parser("other")
+    assert parser.parse_args(["fit", "other"]).what == "other"
