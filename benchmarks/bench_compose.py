@@ -103,7 +103,7 @@ def write_cache(path: str, name: str, ids: list[str], cache: dict) -> None:
 
 def scored_devsets(args, metrics: list[str], options: dict) -> tuple[list[DevSet], dict, dict]:
     """DevSets of every local set, scoring only metrics whose cached signature differs."""
-    cache_dir = os.path.join(args.out, "scores")
+    cache_dir = args.cache or os.path.join(args.out, "scores")
     os.makedirs(cache_dir, exist_ok=True)
     built = {m: build_metric(m, refs_mode=args.refs_mode, tokenizer=args.tokenize, **options)
              for m in metrics}
@@ -155,6 +155,7 @@ def main() -> None:
     ap.add_argument("--data-root", default=os.environ.get("DIALEVAL_SHARED_DATA", "../shared/data"))
     ap.add_argument("--datasets", default=",".join(SETS), help="comma-separated subset of the rated sets")
     ap.add_argument("--out", default="benchmarks/compose_results")
+    ap.add_argument("--cache", help="score cache folder (default OUT/scores)")
     ap.add_argument("--groups", help="ablation groups NAME=m1+m2,... (default: MME's five for mme_*, "
                     "else metric families and single metrics)")
     ap.add_argument("--alias", default="engagement=engaging,fluent=fluency",
@@ -189,8 +190,10 @@ def main() -> None:
         for q in sorted(d.human):
             single.append([d.name, q] + [spearman(d.scores[m], d.human[q]) for m in metrics])
     results["single"] = [dict(zip(["set", "quality"] + metrics, row)) for row in single]
-    md += ["## Each metric alone (turn-level Spearman)", "",
-           table_md(["set", "quality"] + metrics, single, 3), ""]
+    single_mean = [float(np.mean([zero(row[2 + j]) for row in single])) for j in range(len(metrics))]
+    results["single_mean"] = dict(zip(metrics, single_mean))
+    md += ["## Each metric alone (turn-level Spearman; no fitting)", "",
+           table_md(["set", "quality"] + metrics, single + [["mean (NaN as 0)", ""] + single_mean], 3), ""]
 
     # 2. leave one set out: CRS (p = 2) vs Avg vs ridge
     log("leave-one-set-out: crs, avg, ridge")
@@ -251,7 +254,9 @@ def main() -> None:
     log(f"p sweep {ps}")
     sweep_rows = leave_one_set_out(devsets, {f"p={p:g}": crs(p, args.scaling) for p in ps}, metrics)
     sweep = [[f"CRS p = {p:g}", pct(mean_r(sweep_rows, f"p={p:g}"))] for p in ps]
-    sweep += [["MME-Avg", pct(mean_r(rows, "avg"))], ["ridge", pct(mean_r(rows, "ridge"))]]
+    best = max(metrics, key=lambda m: results["single_mean"][m])
+    sweep += [["MME-Avg", pct(mean_r(rows, "avg"))], ["ridge", pct(mean_r(rows, "ridge"))],
+              [f"best single metric, chosen on all sets ({best})", pct(results["single_mean"][best])]]
     sweep_diffs = [paired_mean_difference(sweep_rows + [r for r in rows if r.method == "avg"],
                                           f"p={p:g}", "avg", n_boot=args.n_boot, seed=args.seed).to_dict()
                    for p in ps]
