@@ -277,3 +277,10 @@ def test_fit_group_is_shared():
     assert again is first
     again.add_parser("other")
     assert parser.parse_args(["fit", "other"]).what == "other"
+
+
+def test_refit_with_another_method_leaves_nothing_stale():
+    model = ComposeModel(method="ridge").fit(synthetic_sets(n=40))
+    assert hasattr(model, "coef_")
+    model.set_params(method="crs").fit(hand_sets())
+    assert not hasattr(model, "coef_") and model.metrics_ == ["m1", "m2", "m3"]

@@ -164,6 +164,8 @@ class ComposeModel(Estimator):
         self._check_params()
         if not devsets:
             raise DialevalError("no development sets to fit the composition on")
+        for name in self.fitted_attributes():      # a refit starts clean (no stale coef_ etc.)
+            delattr(self, name)
         if metrics is None:
             common = set(devsets[0].scores)
             for d in devsets[1:]:
