@@ -27,12 +27,10 @@ CLI_EXTENSIONS: list[str] = [
     "dialeval.cli.lm",
     "dialeval.cli.augment",
     "dialeval.cli.amfm",
-<<<<<<< HEAD
     "dialeval.cli.report",
     "dialeval.cli.learned",
-=======
     "dialeval.cli.mme",
->>>>>>> mme
+    "dialeval.cli.compose",
 ]
 
 

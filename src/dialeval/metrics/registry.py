@@ -28,6 +28,9 @@ class MetricSpec:
     description: str
     fixed: dict[str, Any] = field(default_factory=dict)
     extra: str | None = None         # pip extra that provides its dependencies
+    # A metric that builds other metrics (`compose`) receives every option given, not only the
+    # ones its constructor declares, so model folders reach the metrics it builds.
+    passes_options: bool = False
 
     def metric_class(self) -> type:
         module_name, cls_name = self.target.split(":")
@@ -48,7 +51,8 @@ class MetricSpec:
 
     def build(self, **options: Any) -> Metric:
         accepted = self.option_specs()
-        kwargs = {k: v for k, v in options.items() if k in accepted and v is not None}
+        kwargs = {k: v for k, v in options.items()
+                  if (k in accepted or self.passes_options) and v is not None}
         return self.metric_class()(**self.fixed, **kwargs)
 
 
@@ -105,6 +109,9 @@ _SPECS: list[MetricSpec] = [
           ("mme_sm_nll", "MMESpecificityNLL", "MME-CRS specificity, summed masked-LM surprisal, [0,1]"),
           ("mme_sm_nce", "MMESpecificityNCE", "MME-CRS specificity, per-token masked-LM cross-entropy, [0,1]"),
           ("mme_sm_ppl", "MMESpecificityPPL", "MME-CRS specificity, masked-LM pseudo-perplexity, [0,1]")]],
+    MetricSpec("compose", "dialeval.metrics.compose:Compose", "compose",
+               "composition of other metrics (MME-CRS correlation re-scaling, average or ridge); "
+               "needs --compose-model from `dialeval fit compose`", extra="compose", passes_options=True),
 ]
 
 REGISTRY: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}

@@ -1,0 +1,170 @@
+"""CLI extension: `dialeval fit compose`, fitting a composition of metrics on rated data sets.
+
+It scores every development set itself, with the same generated metric flags as `score`
+(`--amfm-model`, `--lm-model`, `--mme-model` ...), then fits `meta.compose.ComposeModel` and
+writes the artifact that `dialeval score --metrics compose --compose-model DIR` uses. The
+`fit` command group is shared: a later module may add other `fit` targets to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from dialeval.errors import DialevalError
+
+
+def parse_data_spec(text: str) -> tuple[str, str]:
+    """`NAME:PATH` -> (NAME, PATH); a bare existing file path is named by its stem."""
+    if ":" in text:
+        name, path = text.split(":", 1)
+        if name and path:
+            return name, path
+    if os.path.isfile(text):
+        return os.path.splitext(os.path.basename(text))[0], text
+    raise DialevalError(f"--data {text!r}: expected NAME:PATH (a data set loader name and its folder, "
+                        "or any name and a rated JSONL/CSV/TSV file)")
+
+
+def load_devset_samples(name: str, path: str, exclude_systems=()) -> list:
+    """Samples of one development set: a public data set by loader name, or a rated file."""
+    from dialeval.data.datasets import DATASETS, load_dataset
+    from dialeval.data.readers import read_samples
+
+    if name in DATASETS:
+        samples = load_dataset(name, path).samples
+    elif os.path.isfile(path):
+        samples = read_samples(path)
+    else:
+        raise DialevalError(f"--data {name}:{path}: {name!r} is not a data set loader "
+                            "(`dialeval datasets` lists them) and the path is not a file")
+    excluded = set(exclude_systems or ())
+    samples = [s for s in samples if s.system not in excluded]
+    if not samples:
+        raise DialevalError(f"--data {name}:{path}: no samples left")
+    if not any(s.ratings for s in samples):
+        raise DialevalError(f"--data {name}:{path}: no human ratings; a composition is fitted on rated data")
+    return samples
+
+
+def recorded_options(options: dict) -> dict:
+    """Metric options as the artifact records them: paths made absolute, so the artifact can
+    be used from another working directory on the same machine."""
+    out = {}
+    for key, value in options.items():
+        if isinstance(value, str) and value and os.path.exists(value):
+            value = os.path.abspath(value)
+        out[key] = value
+    return out
+
+
+def cmd_fit_compose(args) -> int:
+    from dialeval.data.writers import format_table, json_value
+    from dialeval.meta.compose import POOLED, ComposeModel, DevSet
+    from dialeval.scoring import score
+
+    from .options import metric_options
+
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    if not metrics:
+        raise DialevalError("--metrics names no metric")
+    if "compose" in metrics:
+        raise DialevalError("--metrics: a composition cannot compose 'compose'")
+    # the composition's own flags (generated for the `compose` metric) are not metric options here
+    options = {k: v for k, v in metric_options(args).items() if not k.startswith("compose_")}
+    devsets, signatures = [], {}
+    for spec in args.data:
+        name, path = parse_data_spec(spec)
+        samples = load_devset_samples(name, path, args.exclude_system)
+        print(f"fit compose: scoring {name} ({len(samples)} samples) with {', '.join(metrics)}",
+              file=sys.stderr)
+        result = score(samples, metrics, refs_mode=args.refs_mode, tokenizer=args.tokenize, **options)
+        signatures.update(result.signatures)
+        devsets.append(DevSet.from_samples(name, result.samples, result.sentence))
+    if len({d.name for d in devsets}) != len(devsets):
+        raise DialevalError("--data: two development sets share a name")
+    qualities = None
+    if args.quality and args.quality != "all":
+        qualities = [q.strip() for q in args.quality.split(",") if q.strip()]
+    model = ComposeModel(method=args.method, p=args.p, scaling=args.scaling,
+                         clip_percentile=args.clip_percentile, max_items=args.max_items,
+                         seed=args.seed)
+    record = recorded_options({**options, "refs_mode": args.refs_mode, "tokenizer": args.tokenize})
+    model.fit(devsets, metrics, qualities, metric_options=record, signatures=signatures)
+    folder = model.save(args.output)
+    summary = model.describe()
+    if args.plot:
+        from dialeval.report.weights import weights_heatmap
+
+        rows = [q + (" (pooled)" if model.fallback_used(q) else "") for q in model.qualities_]
+        table = [[model.weights_for(q)[m] for m in model.metrics_] for q in model.qualities_]
+        summary["plot"] = weights_heatmap(table, rows, model.metrics_, args.plot,
+                                          title=f"{args.method} weights", signed=args.method == "ridge")
+    if args.json:
+        print(json.dumps(json_value({"artifact": folder, **summary}), ensure_ascii=False))
+        return 0
+    label = {"crs": f"CRS weights (p = {args.p})", "avg": "MME-Avg weights (uniform)",
+             "ridge": "ridge coefficients"}[args.method]
+    rows = []
+    for q in [*model.qualities_, POOLED]:
+        w = model.weights_for(q)
+        used = model.weight_sets_[model.row_of(q)]
+        rows.append([q if q != POOLED else "(pooled)", used if used or q == POOLED else "0: pooled"]
+                    + [w[m] for m in model.metrics_])
+    print(label)
+    print(format_table(["quality", "dev pairs"] + model.metrics_, rows, fmt=args.table_format, digits=3))
+    print()
+    print("dev pairs: the (set, quality) pairs averaged (eq. 2); 0: none informative, the pooled row stands in")
+    print(f"scaling: {args.scaling} on the pooled development scores; "
+          f"development sets: {', '.join(model.devsets_)}")
+    print(f"composition written to {folder}; score with "
+          f"`dialeval score INPUT --metrics compose --compose-model {args.output}`")
+    return 0
+
+
+def _fit_subparsers(sub):
+    """The `fit` command's sub-parsers, creating the command on first use."""
+    import argparse
+
+    parser = sub.choices.get("fit")
+    if parser is None:
+        parser = sub.add_parser("fit", help="fit a combination of metrics on rated development data")
+        return parser.add_subparsers(dest="what", required=True)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return parser.add_subparsers(dest="what", required=True)
+
+
+def add_commands(sub) -> None:
+    from dialeval.meta.compose import METHODS, SCALINGS
+
+    from .options import add_scoring_flags
+
+    fit = _fit_subparsers(sub)
+    p = fit.add_parser("compose", help="fit CRS / average / ridge weights over metrics on rated data sets")
+    p.add_argument("--method", default="crs", choices=list(METHODS),
+                   help="crs: correlation re-scaling (MME-CRS); avg: plain mean (MME-Avg); ridge")
+    p.add_argument("--data", action="append", required=True, metavar="NAME:PATH",
+                   help="a development set: a data set loader name and its folder "
+                   "(usr-pc:../shared/data/usr), or any name and a rated JSONL/CSV/TSV file (repeatable)")
+    p.add_argument("--metrics", required=True, help="comma-separated metrics to compose")
+    p.add_argument("--quality", default="all",
+                   help="qualities to fit weights for, comma-separated, or all (default: every rated one)")
+    p.add_argument("-o", "--output", required=True, help="artifact folder to write")
+    p.add_argument("--p", type=float, default=2.0, help="CRS power on the clipped Spearman r (default 2)")
+    p.add_argument("--scaling", default="minmax", choices=list(SCALINGS),
+                   help="how metric scores are mapped to [0, 1] (default minmax of the development scores)")
+    p.add_argument("--clip-percentile", type=float, default=5.0,
+                   help="with --scaling percentile: [P_k, P_100-k] maps onto [0, 1] (default 5)")
+    p.add_argument("--max-items", type=int, default=0,
+                   help="items drawn per development set for the correlations (paper 300; default 0: all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--exclude-system", action="append",
+                   help="leave out a system's responses wherever present (e.g. 'Original Ground Truth')")
+    p.add_argument("--plot", metavar="PNG", help="also draw the weights (quality x metric) as a heatmap")
+    p.add_argument("--json", action="store_true", help="print what was learned as one JSON object")
+    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    add_scoring_flags(p)
+    p.set_defaults(func=cmd_fit_compose)
