@@ -25,10 +25,12 @@ def _share_score_doc() -> None:
 
     path = os.path.join(os.path.dirname(__file__), "scoring.py")
     try:
-        text = open(path, encoding="utf-8").read()
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
         start = text.index('    """Score `samples`', text.index("def score("))
         end = text.index('"""', start + 8)
-        score.__doc__ = "\n".join(line[4:] for line in text[start + 7:end].splitlines())
+        lines = text[start + 7:end].splitlines()
+        score.__doc__ = "\n".join(lines[:1] + [line[4:] for line in lines[1:]])
     except (OSError, ValueError):
         pass
 

@@ -194,7 +194,7 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
     note = no_reference_note(plan, totals)
     if note:
         notes.append(note)
-        warnings.warn(note, DialevalNote, stacklevel=2)
+        warnings.warn(note, DialevalNote, stacklevel=3)
     corpus, systems = totals.corpus_values(plan)
     return ScoreResult(samples=samples, metrics=list(plan.names), sentence=sentence, corpus=corpus,
                        systems=systems, signatures=dict(plan.signatures), stats=stats, notes=notes)

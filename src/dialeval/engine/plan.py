@@ -86,13 +86,14 @@ def expand_metric_names(names: Sequence[str | Metric]) -> list[str | Metric]:
 
 
 def make_plan(metrics: Sequence[str | Metric], *, refs_mode: str = "multi", tokenizer: str | None = None,
-              chunk_size: int = DEFAULT_CHUNK_SIZE, notes: list[str] | None = None,
+              chunk_size: int | None = None, notes: list[str] | None = None,
               **options: Any) -> Plan:
     """Build the metrics and the plan. With `all`, metrics that cannot be built here (a missing
     extra, a model option not given) are left out with a note in `notes`."""
     from ..metrics.registry import build_metric, check_metric_options
 
     check_metric_options(options)
+    chunk_size = DEFAULT_CHUNK_SIZE if chunk_size is None else int(chunk_size)
     if chunk_size < 1:
         raise DialevalError(f"chunk size must be at least 1, got {chunk_size}")
     wants_all = any(isinstance(m, str) and m == "all" for m in metrics)

@@ -237,11 +237,10 @@ class Metric:
         stats = np.asarray(stats, dtype=np.float64)
         if self.reduction() == "concat":
             return MetricState("concat", len(stats), rows=stats)
-        if self._summed_rows():
-            total = stats[~np.isnan(stats).any(axis=1)].sum(axis=0)
-        else:
-            total = np.nansum(stats, axis=0)
-        return MetricState("sum", len(stats), total=total)
+        if self._summed_rows():   # rows with NaN (no references) take no part; n counts the others
+            valid = stats[~np.isnan(stats).any(axis=1)] if stats.ndim == 2 else stats
+            return MetricState("sum", len(valid), total=valid.sum(axis=0))
+        return MetricState("sum", len(stats), total=np.nansum(stats, axis=0))
 
     def merge_states(self, a: "MetricState", b: "MetricState") -> "MetricState":
         return a.merge(b)
@@ -261,7 +260,8 @@ class Metric:
 @dataclass
 class MetricState:
     """What a shard contributes to a corpus value: a row count and either the column sums
-    ("sum") or the rows themselves ("concat"). `merge` adds shards in the order given; the
+    ("sum"; for corpus-from-summed-statistics metrics only rows without NaN count) or the rows
+    themselves ("concat"). `merge` adds shards in the order given; the
     engine always merges in input order, so a run's numbers do not depend on scheduling."""
 
     kind: str
