@@ -160,8 +160,16 @@ def cider_pair_similarities(root: Batch, tokenizer: str, variant: str) -> np.nda
             idf = log_n - np.log(np.maximum(1.0, df))
             v_h = h_tf * idf[h_gram]
             v_r = r_tf * idf[r_gram]
-            norm_h = np.sqrt(np.bincount(h_item, weights=v_h * v_h, minlength=n_rows).astype(np.float64))
-            norm_r = np.sqrt(np.bincount(r_ref, weights=v_r * v_r, minlength=n_refs).astype(np.float64))
+            if corpus_df is not None:
+                # sum each item's n-grams in hash order, not in this batch's vocabulary order,
+                # so that a sample's value is bit-for-bit the same in any shard
+                gh = gram_hashes(root, tokenizer, n)
+                perm_h = np.lexsort((gh[h_gram], h_item))
+                perm_r = np.lexsort((gh[r_gram], r_ref))
+            else:
+                perm_h = perm_r = slice(None)
+            norm_h = np.sqrt(np.bincount(h_item[perm_h], weights=(v_h * v_h)[perm_h], minlength=n_rows).astype(np.float64))
+            norm_r = np.sqrt(np.bincount(r_ref[perm_r], weights=(v_r * v_r)[perm_r], minlength=n_refs).astype(np.float64))
             hyp_keys = h_item * bound + h_gram
             ref_keys = tb.ref_item[r_ref] * bound + r_gram
             pos = np.searchsorted(hyp_keys, ref_keys)
@@ -172,7 +180,7 @@ def cider_pair_similarities(root: Batch, tokenizer: str, variant: str) -> np.nda
             else:
                 v_hm = np.zeros(len(ref_keys))
             term = np.minimum(v_hm, v_r) * v_r if variant == "d" else v_hm * v_r
-            val = np.bincount(r_ref, weights=term, minlength=n_refs).astype(np.float64)
+            val = np.bincount(r_ref[perm_r], weights=term[perm_r], minlength=n_refs).astype(np.float64)
             nh = norm_h[tb.ref_item]
             ok = (nh != 0) & (norm_r != 0)
             val[ok] /= nh[ok] * norm_r[ok]
