@@ -121,16 +121,15 @@ def document_frequencies(batch: Batch, tokenizer: str) -> DocumentFrequencies:
     keys, counts = [], []
     for n in range(1, MAX_ORDER + 1):
         c = ngram_counts(batch, tokenizer, n)
-        hashes = gram_hashes(batch, tokenizer, n)
-        item = tb.ref_item[c.ref_index]
-        gram = hashes[c.ref_gram]
-        order = np.lexsort((gram, item))
-        item, gram = item[order], gram[order]
-        first = np.ones(len(gram), dtype=bool)
-        first[1:] = (item[1:] != item[:-1]) | (gram[1:] != gram[:-1])
-        uniq, cnt = np.unique(gram[first], return_counts=True)
-        keys.append(uniq)
-        counts.append(cnt.astype(np.int64))
+        bound = max(c.bound, 1)
+        # distinct (item, n-gram) pairs, packed in one int64 (dense keys are below `bound`)
+        pairs = np.unique(tb.ref_item[c.ref_index] * bound + c.ref_gram)
+        df = np.bincount(pairs % bound, minlength=bound)
+        present = np.flatnonzero(df)
+        hashes = gram_hashes(batch, tokenizer, n)[present]
+        order = np.argsort(hashes, kind="stable")
+        keys.append(hashes[order])
+        counts.append(df[present][order].astype(np.int64))
     return DocumentFrequencies(len(batch), keys, counts)
 
 
