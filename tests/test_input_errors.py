@@ -141,7 +141,7 @@ def test_cli_runs_as_a_module_in_a_pipe(tmp_path):
     assert summary["metrics"]["bleu4"]["signature"].startswith("bleu4|refs:multi|tok:whitespace")
 
 
-@pytest.mark.parametrize("flag,closest", [("--lm-modl", "--lm-model"), ("--word-vector", "--word-vectors"),
+@pytest.mark.parametrize("flag,closest", [("--lm-modl", "--lm-model"), ("--word-vectrs", "--word-vectors"),
                                           ("--tokenizr", "--tokenize"), ("--amfm-lamda", "--amfm-lambda")])
 def test_unknown_option_names_the_closest_one(tmp_path, capsys, flag, closest):
     src = write(tmp_path / "in.jsonl", json.dumps(GOOD) + "\n")
