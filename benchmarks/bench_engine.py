@@ -35,14 +35,16 @@ def make_pool(n_sentences: int, vocab: int, seed: int) -> list[str]:
 
 def write_set(path: str, n: int, pool: list[str], seed: int) -> None:
     rng = random.Random(seed)
-    with open(path, "w", encoding="utf-8") as handle:
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
         for i in range(n):
             refs = [rng.choice(pool) for _ in range(4)]
             handle.write(json.dumps({"id": str(i), "response": rng.choice(pool), "references": refs}) + "\n")
+    os.replace(path + ".tmp", path)
 
 
-def run(args: list[str], env: dict) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in MiB, exit status) of one child process."""
+def run(args: list[str], env: dict) -> tuple[float, float, int, int]:
+    """(wall seconds, CPU seconds (user + system), peak RSS in MiB, exit status) of one child.
+    On a shared machine wall time includes waiting for a core; CPU time does not."""
     start = time.perf_counter()
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -51,7 +53,7 @@ def run(args: list[str], env: dict) -> tuple[float, int, int]:
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         print(err, file=sys.stderr)
-    return wall, usage.ru_maxrss // 1024, code
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024, code
 
 
 def main() -> int:
@@ -82,19 +84,21 @@ def main() -> int:
             cmd = [sys.executable, "-m", "dialeval.cli", "score", path, "--metrics", args.metrics, "-o", out]
             if args.chunk_size:
                 cmd += ["--chunk-size", str(args.chunk_size)]
-            wall, rss, code = run(cmd, env)
-            rows.append((n, wall, rss, code))
-            print(f"n={n}: {wall:.1f} s, peak RSS {rss} MiB, exit {code}", flush=True)
+            wall, cpu, rss, code = run(cmd, env)
+            rows.append((n, wall, cpu, rss, code))
+            print(f"n={n}: wall {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {rss} MiB, exit {code}", flush=True)
     finally:
         if not args.keep and not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
     base = rows[0]
     print()
-    print(f"| samples | wall s | peak RSS MiB | time / {base[0]:,} | RSS / {base[0]:,} | samples/s |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    for n, wall, rss, code in rows:
-        print(f"| {n:,} | {wall:.1f} | {rss} | {wall / base[1]:.2f} | {rss / base[2]:.2f} | {n / wall:,.0f} |")
-    return 0 if all(r[3] == 0 for r in rows) else 1
+    print(f"| samples | wall s | CPU s | peak RSS MiB | wall / {base[0]:,} | CPU / {base[0]:,} "
+          f"| RSS / {base[0]:,} | samples per CPU s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, wall, cpu, rss, code in rows:
+        print(f"| {n:,} | {wall:.1f} | {cpu:.1f} | {rss} | {wall / base[1]:.2f} | {cpu / base[2]:.2f} "
+              f"| {rss / base[3]:.2f} | {n / cpu:,.0f} |")
+    return 0 if all(r[4] == 0 for r in rows) else 1
 
 
 if __name__ == "__main__":
