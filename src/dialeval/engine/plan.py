@@ -98,6 +98,7 @@ def make_plan(metrics: Sequence[str | Metric], *, refs_mode: str = "multi", toke
         raise DialevalError(f"chunk size must be at least 1, got {chunk_size}")
     wants_all = any(isinstance(m, str) and m == "all" for m in metrics)
     built: list[Metric] = []
+    skipped: dict[str, list[str]] = {}   # reason -> metrics left out of `all`
     recipe: list[tuple] | None = []
     shared = {"refs_mode": refs_mode, "tokenizer": tokenizer, **options}
     for entry in expand_metric_names(metrics):
@@ -110,8 +111,8 @@ def make_plan(metrics: Sequence[str | Metric], *, refs_mode: str = "multi", toke
         except DialevalError as exc:
             if not wants_all:
                 raise
-            if notes is not None:
-                notes.append(f"--metrics all: skipped {entry}: {exc}")
+            reason = str(exc).replace(f"metric {entry!r} ", "")
+            skipped.setdefault(reason, []).append(entry)
             continue
         built.append(metric)
         if recipe is not None:
@@ -120,6 +121,8 @@ def make_plan(metrics: Sequence[str | Metric], *, refs_mode: str = "multi", toke
             accepted = metric_spec(entry).option_specs()
             recipe.append((entry, tuple(sorted((k, v) for k, v in shared.items()
                                                if k in accepted and v is not None))))
+    if notes is not None:
+        notes.extend(f"--metrics all: left out {', '.join(names)}: {reason}" for reason, names in skipped.items())
     if not built:
         raise DialevalError("no metric to run")
     names = [m.name for m in built]
