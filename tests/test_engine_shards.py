@@ -226,3 +226,59 @@ def test_sample_without_references_is_null_for_every_reference_based_metric():
         none = dialeval.score([{"response": "a b"}], ["bleu4", "meteor", "rouge_l", "cider_d"])
     assert all(math.isnan(v) for v in none.corpus.values())
     assert none.notes and len(none.notes) == 1
+
+
+
+def _foreign_metrics():
+    from dialeval.metrics.base import Batch, Metric
+
+    class LengthRatio(Metric):
+        name = "length_ratio"
+
+        def multi_stats(self, batch: Batch) -> np.ndarray:
+            return np.array([[len(h.split()) / max(1, min(len(r.split()) for r in refs)) if refs else np.nan]
+                             for h, refs in zip(batch.hyps, batch.refs)])
+
+        def sentence_from_stats(self, stats):
+            return stats[:, 0]
+
+    class MedianLength(Metric):
+        """Overrides `reduce` (a median is not a function of sums): the engine keeps rows."""
+
+        name = "median_length"
+        needs_references = False
+
+        def multi_stats(self, batch):
+            return np.array([[float(len(h.split()))] for h in batch.hyps])
+
+        def sentence_from_stats(self, stats):
+            return stats[:, 0]
+
+        def compute(self, batch):
+            out = super().compute(batch)
+            out.stats = out.sentence[:, None]
+            return out
+
+        def reduce(self, stats):
+            return float(np.median(stats[:, 0])) if len(stats) else math.nan
+
+    return [LengthRatio(), MedianLength()]
+
+
+def test_metrics_that_only_subclass_metric_work_unchanged():
+    import dialeval
+
+    metrics = _foreign_metrics()
+    assert [m.reduction() for m in metrics] == ["sum", "concat"]
+    samples = make_samples(n=30)
+    plan = make_plan(metrics)
+    assert plan.recipe is None
+    assert_same(plan, samples)
+    res = dialeval.score(samples, metrics, chunk_size=7)
+    lengths = [len(s.response.split()) for s in samples]
+    assert res.corpus["median_length"] == float(np.median(lengths))
+    for system in ("A", "B"):
+        assert res.systems[system]["median_length"] == float(np.median(
+            [n for n, s in zip(lengths, samples) if s.system == system]))
+    ratio = res.sentence["length_ratio"]
+    assert res.corpus["length_ratio"] == pytest.approx(np.nanmean(ratio), abs=1e-12)
