@@ -23,9 +23,22 @@ def gather_first_pass(plan: Plan, shards: Shards, backend) -> dict[str, dict[Any
     if not plan.needs_first_pass:
         return None
     corpus: dict[str, dict[Any, Any]] = {}
+    interned: dict[bytes, Any] = {}
     for part in backend.map(first_pass_shard, plan, shards()):
         corpus = merge_first_pass(plan, corpus, part)
+        for system in part:
+            for key, state in corpus[system].items():
+                corpus[system][key] = _intern(state, interned)
     return corpus
+
+
+def _intern(state: Any, interned: dict[bytes, Any]) -> Any:
+    """One object for equal first-pass states: systems scored against the same references (all
+    20 DSTC6 systems) then hold one copy of the document frequencies instead of 20."""
+    digest = getattr(state, "digest", None)
+    if digest is None:
+        return state
+    return interned.setdefault(digest(), state)
 
 
 def run_plan(plan: Plan, shards: Shards, backend, *, corpus: dict | None = None,

@@ -110,6 +110,16 @@ class DocumentFrequencies:
         pos = np.minimum(np.searchsorted(keys, hashes), len(keys) - 1)
         return np.where(keys[pos] == hashes, counts[pos], 0).astype(np.float64)
 
+    def digest(self) -> bytes:
+        """Content hash: equal states (systems with the same references) can share one object."""
+        h = hashlib.blake2b(digest_size=16)
+        h.update(str(self.n_items).encode())
+        for k, c in zip(self.keys, self.counts):
+            h.update(len(k).to_bytes(8, "little"))
+            h.update(k.tobytes())
+            h.update(c.tobytes())
+        return h.digest()
+
     @property
     def nbytes(self) -> int:
         return sum(k.nbytes + c.nbytes for k, c in zip(self.keys, self.counts))
