@@ -23,22 +23,34 @@ def gather_first_pass(plan: Plan, shards: Shards, backend) -> dict[str, dict[Any
     if not plan.needs_first_pass:
         return None
     corpus: dict[str, dict[Any, Any]] = {}
-    interned: dict[bytes, Any] = {}
+    shared = _Interner()
     for part in backend.map(first_pass_shard, plan, shards()):
         corpus = merge_first_pass(plan, corpus, part)
         for system in part:
             for key, state in corpus[system].items():
-                corpus[system][key] = _intern(state, interned)
+                corpus[system][key] = shared.intern((system, key), state)
     return corpus
 
 
-def _intern(state: Any, interned: dict[bytes, Any]) -> Any:
+class _Interner:
     """One object for equal first-pass states: systems scored against the same references (all
-    20 DSTC6 systems) then hold one copy of the document frequencies instead of 20."""
-    digest = getattr(state, "digest", None)
-    if digest is None:
-        return state
-    return interned.setdefault(digest(), state)
+    20 DSTC6 systems) then hold one copy of the document frequencies instead of 20. Only the
+    states currently held are remembered, so a growing state does not leave copies behind."""
+
+    def __init__(self):
+        self.by_digest: dict[bytes, Any] = {}
+        self.holder: dict[Any, bytes] = {}
+
+    def intern(self, owner: Any, state: Any) -> Any:
+        digest = getattr(state, "digest", None)
+        if digest is None:
+            return state
+        new = digest()
+        old = self.holder.get(owner)
+        self.holder[owner] = new
+        if old is not None and old != new and old not in self.holder.values():
+            self.by_digest.pop(old, None)
+        return self.by_digest.setdefault(new, state)
 
 
 def run_plan(plan: Plan, shards: Shards, backend, *, corpus: dict | None = None,
