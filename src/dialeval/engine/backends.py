@@ -51,7 +51,7 @@ class DaskBackend:
             if n < 1:
                 raise DialevalError(f"--workers must be at least 1, got {n}")
             self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                        dashboard_address=None, silence_logs=40)
+                                        dashboard_address=None, silence_logs=50)
             self.client = Client(self.cluster)
         n_workers = max(1, len(self.client.scheduler_info().get("workers", {})))
         self.window = window or 2 * n_workers
