@@ -139,3 +139,27 @@ def test_cli_runs_as_a_module_in_a_pipe(tmp_path):
     summary = json.loads(proc.stdout)
     assert set(summary) == {"metrics", "systems"}
     assert summary["metrics"]["bleu4"]["signature"].startswith("bleu4|refs:multi|tok:whitespace")
+
+
+@pytest.mark.parametrize("flag,closest", [("--lm-modl", "--lm-model"), ("--word-vectrs", "--word-vectors"),
+                                          ("--tokenizr", "--tokenize"), ("--amfm-lamda", "--amfm-lambda")])
+def test_unknown_option_names_the_closest_one(tmp_path, capsys, flag, closest):
+    src = write(tmp_path / "in.jsonl", json.dumps(GOOD) + "\n")
+    out = tmp_path / "out.jsonl"
+    code, stdout, stderr = run_cli(["score", src, "--metrics", "bleu4", flag, "x", "-o", out], capsys)
+    assert code == 2 and not out.exists() and stdout == ""
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert f"unknown option {flag}" in lines[0] and f"did you mean '{closest}'" in lines[0]
+
+
+def test_duplicate_ids_are_refused_with_their_line(tmp_path, capsys):
+    rows = [GOOD, {**GOOD, "id": "b"}, GOOD]
+    src = write(tmp_path / "in.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    code, _, stderr = run_cli(["score", src, "--metrics", "bleu4"], capsys)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1
+    assert f"{src}:3:" in stderr and "duplicate id 'a'" in stderr
+    # the same id under two systems is two samples
+    rows = [{**GOOD, "system": "x"}, {**GOOD, "system": "y"}]
+    src = write(tmp_path / "two.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    assert run_cli(["score", src, "--metrics", "bleu4"], capsys)[0] == 0

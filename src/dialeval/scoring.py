@@ -1,15 +1,18 @@
 """Scoring: samples in, per-sample / per-system / corpus scores with signatures out.
 
-Each system's samples are one evaluated set (a `Batch`), as the reference implementations
-score each system's output file on its own: corpus-level quantities such as CIDEr's document
-frequencies come from that set. The overall corpus value of a metric reduces the statistics of
-all samples together (`Metric.reduce`).
+A thin front over the engine (`dialeval.engine`): the samples are cut into shards, metrics
+that need a corpus-wide first pass (CIDEr's document frequencies) get it, shards are scored
+(here or on Dask) and merged. Each system's samples are one evaluated set, as the reference
+implementations score each system's output file on its own: corpus-level quantities such as
+CIDEr's document frequencies come from that set, however it is sharded. The overall corpus
+value of a metric reduces the statistics of all samples together.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -18,10 +21,13 @@ import numpy as np
 from .data.readers import from_records
 from .data.sample import Sample
 from .errors import DialevalError
-from .metrics.base import Batch, Metric
-from .metrics.registry import build_metric
+from .metrics.base import Metric
 
 ALL_SYSTEMS = "all"
+
+
+class DialevalNote(UserWarning):
+    """Something the user should know about a run that is not an error (shown once)."""
 
 
 @dataclass
@@ -33,19 +39,13 @@ class ScoreResult:
     systems: dict[str, dict[str, float]]            # system -> metric -> corpus value of its samples
     signatures: dict[str, str]
     stats: dict[str, np.ndarray] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def records(self) -> Iterable[dict[str, Any]]:
-        """Per-sample output rows: id, system, scores, and the input's ratings/context/meta."""
+        """Per-sample output rows: id, system, response, references, scores, and the input's
+        ratings/context/meta (the rows `dialeval score -o` writes)."""
         for i, sample in enumerate(self.samples):
-            row: dict[str, Any] = {"id": sample.id, "system": sample.system,
-                                   "scores": {m: _clean(self.sentence[m][i]) for m in self.metrics}}
-            if sample.ratings:
-                row["ratings"] = sample.ratings
-            if sample.context:
-                row["context"] = sample.context
-            if sample.meta:
-                row["meta"] = sample.meta
-            yield row
+            yield output_row(sample, {m: self.sentence[m][i] for m in self.metrics})
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -53,6 +53,39 @@ class ScoreResult:
                         for m in self.metrics},
             "systems": {s: {m: _clean(v) for m, v in vals.items()} for s, vals in self.systems.items()},
         }
+
+    def to_pandas(self):
+        """One row per sample: id, system, response, references, one column per metric (NaN
+        where a metric has no value), and a `rating:<quality>` column per rated quality
+        (annotators' mean), the column naming the CSV reader accepts."""
+        import pandas as pd
+
+        frame = pd.DataFrame({
+            "id": [s.id for s in self.samples],
+            "system": [s.system for s in self.samples],
+            "response": [s.response for s in self.samples],
+            "references": [list(s.references) for s in self.samples],
+        })
+        for m in self.metrics:
+            frame[m] = np.asarray(self.sentence[m], dtype=np.float64)
+        qualities = sorted({q for s in self.samples for q in s.ratings})
+        for q in qualities:
+            frame[f"rating:{q}"] = [s.human(q) for s in self.samples]
+        return frame
+
+
+def output_row(sample: Sample, scores: dict[str, float]) -> dict[str, Any]:
+    """The per-sample output row (JSON-ready: non-finite scores become null)."""
+    row: dict[str, Any] = {"id": sample.id, "system": sample.system, "response": sample.response,
+                           "references": list(sample.references),
+                           "scores": {m: _clean(v) for m, v in scores.items()}}
+    if sample.ratings:
+        row["ratings"] = sample.ratings
+    if sample.context:
+        row["context"] = sample.context
+    if sample.meta:
+        row["meta"] = sample.meta
+    return row
 
 
 def _clean(value: float) -> float | None:
@@ -68,56 +101,100 @@ def group_by_system(samples: Sequence[Sample]) -> dict[str, list[int]]:
 
 
 def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode: str = "multi",
-          tokenizer: str | None = None, progress: bool | None = None,
+          tokenizer: str | None = None, progress: bool | None = None, backend: str = "local",
+          workers: int | None = None, scheduler: str | None = None, chunk_size: int | None = None,
           **metric_options: Any) -> ScoreResult:
-    """Score `samples` (Samples, dicts or a DataFrame) with `metrics` (names or Metric objects).
+    """Score `samples` with `metrics`; returns a `ScoreResult` (`.sentence`, `.corpus`,
+    `.systems`, `.signatures`, `.records()`, `.to_pandas()`).
 
-    `refs_mode` and `tokenizer` apply to every metric (None keeps each metric's native
-    tokenizer); other keyword options go to the metrics that accept them.
+    samples: `Sample`s, dicts (`response`, `references`, `context`, `id`, `system`, `ratings`)
+        or a pandas DataFrame with those columns (`rating:<quality>` columns become ratings).
+    metrics: registry names (`dialeval metrics` lists them; `"all"` means every metric that can
+        be built with the given options) or `Metric` objects.
+
+    Options for every metric:
+        refs_mode: how several references combine: multi (each metric's original rule), max or mean
+        tokenizer: one tokenizer for every metric (default: each metric's original)
+
+    Engine options:
+        backend: "local" (this process) or "dask" (needs `pip install 'dialeval[dask]'`)
+        workers: Dask workers of a local cluster (backend "dask")
+        scheduler: address of an existing Dask scheduler (backend "dask")
+        chunk_size: samples per shard (default 5000); any value gives the same numbers
+        progress: show a progress bar (default: when stderr is a terminal)
+
+    Metric options (each metric takes the ones it declares; an unknown name is an error that
+    names the closest valid one):
+        meteor_resources: folder with METEOR 1.5's jar and paraphrase table (meteor)
+        meteor_workers: processes that align METEOR pairs (meteor)
+        word_vectors: word-vector file or trained vectors folder (emb_average, emb_extrema, emb_greedy)
+        vector_case: keep or lower, how words are looked up (emb_*)
+        sentence_model: local sentence-transformers folder (sent_cosine)
+        sentence_batch_size: texts per encoder batch (sent_cosine)
+        lm_model: causal-LM checkpoint folder (lm_*)
+        lm_percentile: percentile of stored reference scores used as lower bound (lm_coherence, lm_fluency)
+        lm_batch_size: sequences per forward pass (lm_*)
+        lm_device: torch device (lm_*)
+        lm_context_turns: context turns forming the query (lm_coherence*)
+        amfm_model: trained AM-FM folder (am, fm, fm_abs, amfm)
+        amfm_lambda: weight of AM in amfm (default 0.8)
+        am_dims: LSI dimensions used by AM
+        am_refs: max, mean or centroid over references (am, amfm)
+        fm_refs: max or mean over references (fm, amfm)
+
+    A sample without references gets NaN from every reference-based metric; when no sample
+    has references, a `DialevalNote` warning says so once.
     """
-    from .metrics.registry import check_metric_options
+    from .engine import make_backend, make_plan, run_plan
+    from .engine.plan import DEFAULT_CHUNK_SIZE
 
-    check_metric_options(metric_options)
     samples = from_records(samples)
     if not samples:
         raise DialevalError("no samples to score")
-    built: list[Metric] = [m if isinstance(m, Metric) else
-                           build_metric(m, refs_mode=refs_mode, tokenizer=tokenizer, **metric_options)
-                           for m in metrics]
-    names = [m.name for m in built]
-    if len(set(names)) != len(names):
-        raise DialevalError(f"metric listed twice: {names}")
-    groups = group_by_system(samples)
-    n = len(samples)
-    sentence = {m.name: np.full(n, np.nan) for m in built}
-    stats: dict[str, np.ndarray] = {}
-    systems: dict[str, dict[str, float]] = {s: {} for s in groups}
-    signatures = {m.name: str(m.signature()) for m in built}
+    notes: list[str] = []
+    plan = make_plan(metrics, refs_mode=refs_mode, tokenizer=tokenizer,
+                     chunk_size=chunk_size or DEFAULT_CHUNK_SIZE, notes=notes, **metric_options)
+    size = plan.chunk_size
+    n_shards = (len(samples) + size - 1) // size
 
+    def shards():
+        for start in range(0, len(samples), size):
+            yield samples[start:start + size]
+
+    n = len(samples)
+    sentence = {name: np.full(n, np.nan) for name in plan.names}
+    stats: dict[str, np.ndarray] = {}
     show = sys.stderr.isatty() if progress is None else progress
-    steps = [(s, m) for s in groups for m in built]
     bar = None
-    if show and len(steps) > 1:
+    if show and n_shards > 1:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(steps), unit="metric", file=sys.stderr, leave=False)
-    for system, rows in groups.items():
-        batch = Batch([samples[i].response for i in rows], [samples[i].references for i in rows],
-                      [samples[i].context for i in rows], samples=[samples[i] for i in rows])
-        idx = np.asarray(rows)
-        for metric in built:
-            if bar is not None:
-                bar.set_description(f"{system}: {metric.name}")
-            out = metric.compute(batch)
-            sentence[metric.name][idx] = out.sentence
-            if metric.name not in stats:
-                stats[metric.name] = np.full((n, out.stats.shape[1]), np.nan)
-            stats[metric.name][idx] = out.stats
-            systems[system][metric.name] = out.corpus
-            if bar is not None:
-                bar.update(1)
-    if bar is not None:
-        bar.close()
-    corpus = {m.name: m.reduce(stats[m.name]) for m in built}
-    return ScoreResult(samples=samples, metrics=names, sentence=sentence, corpus=corpus,
-                       systems=systems, signatures=signatures, stats=stats)
+        bar = tqdm(total=n, unit="sample", file=sys.stderr, leave=False)
+
+    def collect(index, chunk, result, totals):
+        start = index * size
+        for name in plan.names:
+            sentence[name][start:start + result.n] = result.sentence[name]
+            rows = result.stats[name]
+            if name not in stats:
+                stats[name] = np.full((n, rows.shape[1]), np.nan)
+            stats[name][start:start + result.n] = rows
+        if bar is not None:
+            bar.update(result.n)
+
+    engine = make_backend(backend, workers=workers, scheduler=scheduler)
+    try:
+        totals = run_plan(plan, shards, engine, keep_stats=True, on_shard=collect)
+    finally:
+        engine.close()
+        if bar is not None:
+            bar.close()
+    from .engine.merge import no_reference_note
+
+    note = no_reference_note(plan, totals)
+    if note:
+        notes.append(note)
+        warnings.warn(note, DialevalNote, stacklevel=3)
+    corpus, systems = totals.corpus_values(plan)
+    return ScoreResult(samples=samples, metrics=list(plan.names), sentence=sentence, corpus=corpus,
+                       systems=systems, signatures=dict(plan.signatures), stats=stats, notes=notes)

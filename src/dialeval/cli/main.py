@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Sequence
 
@@ -41,24 +42,29 @@ def _split_metrics(text: str) -> list[str]:
     return names
 
 
-def load_input(args) -> list:
-    """Samples from INPUT or from --hyp/--ref parallel files."""
-    from dialeval.data.readers import read_parallel, read_samples
+def input_source(args):
+    """Where `score` reads: INPUT (a file or `-`) or --hyp/--ref parallel files; re-readable."""
+    from dialeval.engine.stream import Source
 
     if args.hyp:
         if args.input:
             raise DialevalError("give either INPUT or --hyp/--ref files, not both")
-        return read_parallel(args.hyp, args.ref or [], systems=args.system or None)
+        return Source(hyp=args.hyp, ref=args.ref or [], systems=args.system or None)
     if not args.input:
-        raise DialevalError("no input: give INPUT (JSONL/CSV/TSV) or --hyp FILE --ref FILE ...")
-    samples = read_samples(args.input, fmt=args.format)
-    if args.system:
-        if len(args.system) != 1:
-            raise DialevalError("--system takes one name with INPUT")
-        for sample in samples:
-            if sample.system is None:
-                sample.system = args.system[0]
-    return samples
+        raise DialevalError("no input: give INPUT (JSONL/JSON/CSV/TSV, or - for standard input) "
+                            "or --hyp FILE --ref FILE ...")
+    if args.system and len(args.system) != 1:
+        raise DialevalError("--system takes one name with INPUT")
+    from dialeval.data.readers import input_format
+
+    input_format(args.input, args.format)           # an unknown format fails before any work
+    return Source(path=args.input, fmt=args.format, default_system=args.system[0] if args.system else None)
+
+
+def load_input(args) -> list:
+    """All samples of INPUT or of --hyp/--ref parallel files, in memory (commands that need them
+    all at once; `score` streams instead)."""
+    return list(input_source(args).samples())
 
 
 def system_table(result, table_format: str = "plain") -> str:
@@ -69,18 +75,41 @@ def system_table(result, table_format: str = "plain") -> str:
 
 
 def cmd_score(args) -> int:
-    from dialeval.data.writers import write_jsonl
-    from dialeval.scoring import score
+    import tempfile
 
-    samples = load_input(args)
-    result = score(samples, _split_metrics(args.metrics), refs_mode=args.refs_mode,
-                   tokenizer=args.tokenize, **metric_options(args))
-    if args.output:
-        from dialeval.meta.systems import score_rows
+    from dialeval.engine import make_backend, make_plan
+    from dialeval.engine.stream import stream_score
 
-        write_jsonl(args.output, score_rows(result, with_stats=args.with_stats))
-    if args.report:
-        write_score_report(args, result)
+    from .report import report_kind
+
+    source = input_source(args)
+    notes: list[str] = []
+    plan = make_plan(_split_metrics(args.metrics), refs_mode=args.refs_mode, tokenizer=args.tokenize,
+                     chunk_size=args.chunk_size, notes=notes, **metric_options(args))
+    for note in notes:
+        print(f"dialeval: note: {note}", file=sys.stderr)
+    # The HTML report resamples corpus statistics: it reads the rows back, with their stats.
+    html = bool(args.report) and report_kind(args.report) == "html"
+    with_stats = args.with_stats or html
+    output = args.output
+    scratch = None
+    if html and not output:
+        scratch = tempfile.TemporaryDirectory(prefix="dialeval-report-")
+        output = os.path.join(scratch.name, "scores.jsonl")
+    backend = make_backend(args.backend, workers=args.workers, scheduler=args.scheduler)
+    try:
+        result = stream_score(plan, source, backend, output, resume=args.resume, with_stats=with_stats,
+                              say=lambda msg: print(f"dialeval: {msg}", file=sys.stderr))
+    finally:
+        backend.close()
+    for note in result.notes:
+        print(f"dialeval: note: {note}", file=sys.stderr)
+    try:
+        if args.report:
+            write_score_report(args, result, output)
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
     if args.json:
         print(json.dumps(result.summary(), ensure_ascii=False))
     else:
@@ -91,19 +120,21 @@ def cmd_score(args) -> int:
     return 0
 
 
-def write_score_report(args, result) -> None:
-    """`--report PATH`: by extension, the HTML report, the JSON summary, or the system table
-    (LaTeX for .tex, CSV for .csv, Markdown otherwise) with the signatures."""
+def write_score_report(args, result, rows_file: str | None = None) -> None:
+    """`--report PATH`: by extension, the HTML report (from the rows written to `rows_file`, with
+    their statistics), the JSON summary, or the system table (LaTeX for .tex, CSV for .csv,
+    Markdown otherwise) with the signatures."""
     from dialeval.data.writers import write_json
-    from dialeval.meta.systems import score_rows
     from dialeval.report.tables import system_table as table
 
     from .report import _inputs, report_kind, write_html_report, write_tables
 
     kind = report_kind(args.report)
     if kind == "html":
+        from dialeval.meta.evaluate import read_scores
+
         inputs = _inputs([args.input] + list(args.hyp or []) + list(args.ref or []))
-        write_html_report(args.report, score_rows(result), signatures=result.signatures,
+        write_html_report(args.report, read_scores(rows_file), signatures=result.signatures,
                           inputs=inputs, title="dialeval score report")
     elif kind == "json":
         write_json(args.report, result.summary())
@@ -136,13 +167,28 @@ def cmd_metrics(args) -> int:
 
 def add_score_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("score", help="score responses with metrics")
-    p.add_argument("input", nargs="?", help="JSONL, CSV or TSV file of samples")
-    p.add_argument("--format", choices=["jsonl", "csv", "tsv"], help="input format (default: by extension)")
+    p.add_argument("input", nargs="?", help="JSONL (or a JSON array), CSV or TSV file of samples; - reads standard input")
+    p.add_argument("--format", choices=["jsonl", "json", "csv", "tsv"],
+                   help="input format (default: by extension; JSON lines for -)")
     p.add_argument("--hyp", action="append", help="hypothesis file, one response per line (repeatable: one per system)")
     p.add_argument("--ref", action="append", help="reference file, line-aligned with --hyp (repeatable)")
     p.add_argument("--system", action="append", help="system name (one per --hyp; default: file stem)")
-    p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma-separated (default: {DEFAULT_METRICS})")
-    p.add_argument("-o", "--output", help="per-sample JSONL output")
+    p.add_argument("--metrics", default=DEFAULT_METRICS,
+                   help=f"comma-separated, or all (every metric that can run with the given options; "
+                        f"default: {DEFAULT_METRICS})")
+    p.add_argument("-o", "--output", help="per-sample JSONL output, written as shards finish "
+                                          "(to OUTPUT.partial, renamed at the end)")
+    engine = p.add_argument_group("engine")
+    engine.add_argument("--resume", action="store_true",
+                        help="continue a killed run of the same command from its last finished shard")
+    engine.add_argument("--backend", default="local", choices=["local", "dask"],
+                        help="where shards are scored (dask needs the dask extra)")
+    engine.add_argument("--workers", type=int, default=None,
+                        help="Dask workers of a local cluster (--backend dask; default 1)")
+    engine.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="address of an existing Dask scheduler (--backend dask)")
+    engine.add_argument("--chunk-size", type=int, default=None, metavar="N",
+                        help="samples per shard (default 5000); any value gives the same numbers")
     p.add_argument("--json", action="store_true", help="print one JSON summary instead of a table")
     p.add_argument("--report", help="also write a report: .html (self-contained HTML), .json (summary), "
                    ".tex (LaTeX table), .csv, or a Markdown table otherwise")
@@ -178,9 +224,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_parser(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The sub-command's own parser (for naming the closest valid option)."""
+    found = parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                found = _command_parser(chosen, args)
+    return found
+
+
+def _unknown_arguments(parser: argparse.ArgumentParser, args, extra: list[str]) -> int:
+    from dialeval.options import closest_hint
+
+    command = _command_parser(parser, args)
+    flags = [s for a in command._actions for s in a.option_strings if s.startswith("--")]
+    first = extra[0]
+    if first.startswith("-"):
+        name = first.split("=", 1)[0]
+        message = f"unknown option {name}{closest_hint(name, flags)}"
+    else:
+        message = f"unexpected argument {first!r}"
+    print(f"dialeval: error: {message} (see `dialeval {getattr(args, 'command', '')} --help`)",
+          file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        return _unknown_arguments(parser, args, extra)
     try:
         return args.func(args)
     except DialevalError as exc:

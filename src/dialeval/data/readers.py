@@ -6,13 +6,17 @@ record is validated field by field before anything is scored or written.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import hashlib
 import io
 import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
 
 from ..errors import InputError
 from .sample import Sample
@@ -20,27 +24,56 @@ from .sample import Sample
 _KNOWN_FIELDS = {"id", "context", "response", "references", "reference", "system", "ratings", "meta"}
 
 
-def read_text_lines(path: str | os.PathLike) -> list[str]:
-    """Lines of a UTF-8 text file, without their line ends; bad bytes are reported by line."""
-    path = str(path)
+STDIN = "-"
+
+
+def _open_binary(path: str):
+    """A binary stream of `path`, or of standard input for `-`."""
+    if path == STDIN:
+        import sys
+
+        return contextlib.nullcontext(sys.stdin.buffer)
     try:
-        data = Path(path).read_bytes()
+        return open(path, "rb")
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", path=path) from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()
-    lines = []
-    for number, raw in enumerate(raw_lines, 1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}",
-                             path=path, line=number) from None
-        lines.append(text[:-1] if text.endswith("\r") else text)
-    return lines
+
+
+def iter_text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line of a UTF-8 file (or `-`, standard input), read as a
+    stream, without line ends; a bad byte is reported with its line and column."""
+    path = os.fspath(path)
+    with _open_binary(path) as handle:
+        for number, raw in enumerate(handle, 1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}",
+                                 path=path, line=number) from None
+            yield number, text[:-1] if text.endswith("\r") else text
+
+
+def read_text_lines(path: str | os.PathLike) -> list[str]:
+    """Lines of a UTF-8 text file, without their line ends; bad bytes are reported by line."""
+    return [text for _, text in iter_text_lines(path)]
+
+
+def count_lines(path: str | os.PathLike) -> int:
+    """Number of lines (as `iter_text_lines` counts them), without decoding."""
+    path = os.fspath(path)
+    n, last = 0, b"\n"
+    with _open_binary(path) as handle:
+        while True:
+            block = handle.read(1 << 20)
+            if not block:
+                break
+            n += block.count(b"\n")
+            last = block[-1:]
+    return n + (last != b"\n")
 
 
 # --------------------------------------------------------------------------- records
@@ -156,13 +189,27 @@ def from_records(records: Iterable[Any]) -> list[Sample]:
 
 
 def _clean_frame_row(row: dict) -> dict:
-    cleaned = {}
+    """A DataFrame row as a record: NaN cells dropped, `rating:<quality>` columns read as
+    ratings (as the CSV reader reads them; `;`-separated text gives one score per annotator)."""
+    cleaned: dict[str, Any] = {}
+    ratings: dict[str, Any] = {}
     for key, value in row.items():
         if isinstance(value, float) and math.isnan(value):
+            if isinstance(key, str) and key.startswith("rating:"):
+                ratings[key[len("rating:"):]] = []
             continue
         if hasattr(value, "tolist"):
             value = value.tolist()
+        if isinstance(key, str) and key.startswith("rating:"):
+            if isinstance(value, str):
+                value = [v for v in value.split(";")] if value.strip() else []
+            ratings[key[len("rating:"):]] = value
+            continue
         cleaned[key] = value
+    if ratings:
+        merged = dict(cleaned.get("ratings") or {}) if isinstance(cleaned.get("ratings"), dict) else {}
+        merged.update(ratings)
+        cleaned["ratings"] = merged
     return cleaned
 
 
@@ -171,8 +218,8 @@ def _clean_frame_row(row: dict) -> dict:
 def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
     """(line number, parsed value) of each non-blank line of a JSON-lines file; a line that is
     not JSON is reported with its number and column."""
-    path = str(path)
-    for number, text in enumerate(read_text_lines(path), 1):
+    path = os.fspath(path)
+    for number, text in iter_text_lines(path):
         if not text.strip():
             continue
         try:
@@ -182,15 +229,53 @@ def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
                              line=number) from None
 
 
-def read_jsonl(path: str | os.PathLike) -> list[Sample]:
-    """One JSON object per line; blank lines are skipped; an empty file is an error."""
-    path = str(path)
-    samples = []
-    for number, record in iter_json_lines(path):
-        samples.append(record_to_sample(record, index=len(samples), path=path, line=number))
-    if not samples:
+def iter_jsonl_samples(path: str | os.PathLike) -> Iterator[Sample]:
+    """Samples of a JSON-lines file, one at a time. A file whose first non-blank character is
+    `[` is read as one JSON array of objects instead (whole, as JSON arrays cannot stream)."""
+    return (sample for _, sample in _located_jsonl(path))
+
+
+def _located_jsonl(path: str | os.PathLike) -> Iterator[tuple[int | None, Sample]]:
+    path = os.fspath(path)
+    lines = iter_text_lines(path)
+    count = 0
+    for number, text in lines:
+        if not text.strip():
+            continue
+        if count == 0 and text.lstrip().startswith("["):
+            yield from _json_array_samples(path, number, text, lines)
+            return
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", path=path,
+                             line=number) from None
+        yield number, record_to_sample(record, index=count, path=path, line=number)
+        count += 1
+    if not count:
         raise InputError("empty input: no samples", path=path)
-    return samples
+
+
+def _json_array_samples(path: str, first: int, text: str,
+                        rest: Iterator[tuple[int, str]]) -> Iterator[tuple[int | None, Sample]]:
+    body = "\n".join([text] + [t for _, t in rest])
+    try:
+        records = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", path=path,
+                         line=first + exc.lineno - 1) from None
+    if not isinstance(records, list):
+        raise InputError(f"expected a JSON array of objects, got {type(records).__name__}", path=path)
+    if not records:
+        raise InputError("empty input: no samples", path=path)
+    for i, record in enumerate(records):
+        yield None, record_to_sample(record, index=i, path=f"{path}[{i}]", line=None)
+
+
+def read_jsonl(path: str | os.PathLike) -> list[Sample]:
+    """One JSON object per line (or one JSON array); blank lines are skipped; an empty file is
+    an error."""
+    return list(iter_jsonl_samples(path))
 
 
 # --------------------------------------------------------------------------- CSV / TSV
@@ -203,15 +288,25 @@ def read_table(path: str | os.PathLike, delimiter: str | None = None) -> list[Sa
     ratings as `rating:<quality>` columns (per-annotator scores may be `;`-separated). Any other
     column goes into `meta`.
     """
-    path = str(path)
+    return list(iter_table_samples(path, delimiter))
+
+
+def iter_table_samples(path: str | os.PathLike, delimiter: str | None = None) -> Iterator[Sample]:
+    """The samples of a CSV/TSV file (see `read_table`), read as a stream."""
+    return (sample for _, sample in _located_table(path, delimiter))
+
+
+def _located_table(path: str | os.PathLike, delimiter: str | None = None) -> Iterator[tuple[int, Sample]]:
+    path = os.fspath(path)
     if delimiter is None:
         delimiter = "\t" if path.endswith((".tsv", ".tab")) else ","
-    lines = read_text_lines(path)
-    if not lines or not any(line.strip() for line in lines):
-        raise InputError("empty input: no header row", path=path)
-    reader = csv.reader(io.StringIO("\n".join(lines) + "\n"), delimiter=delimiter)
+    reader = csv.reader((text + "\n" for _, text in iter_text_lines(path)), delimiter=delimiter)
     try:
         header = next(reader)
+        while not any(h.strip() for h in header):
+            header = next(reader)
+    except StopIteration:
+        raise InputError("empty input: no header row", path=path) from None
     except csv.Error as exc:
         raise InputError(f"malformed header: {exc}", path=path, line=1) from None
     header = [h.strip() for h in header]
@@ -219,7 +314,7 @@ def read_table(path: str | os.PathLike, delimiter: str | None = None) -> list[Sa
         raise InputError("no 'response' column in the header", path=path, line=1, field="response")
     ref_cols = [h for h in header if h in ("reference", "references") or
                 (h.startswith("ref") and h[3:].isdigit())]
-    samples = []
+    count = 0
     try:
         for row in reader:
             number = reader.line_num
@@ -229,13 +324,12 @@ def read_table(path: str | os.PathLike, delimiter: str | None = None) -> list[Sa
                 raise InputError(f"has {len(row)} columns, the header has {len(header)}",
                                  path=path, line=number)
             cells = dict(zip(header, row))
-            samples.append(_table_row_to_sample(cells, ref_cols, index=len(samples), path=path,
-                                                line=number))
+            yield number, _table_row_to_sample(cells, ref_cols, index=count, path=path, line=number)
+            count += 1
     except csv.Error as exc:
         raise InputError(f"malformed row: {exc}", path=path, line=reader.line_num) from None
-    if not samples:
+    if not count:
         raise InputError("empty input: no samples after the header", path=path)
-    return samples
 
 
 def _table_row_to_sample(cells: dict[str, str], ref_cols: Sequence[str], *, index, path, line):
@@ -288,60 +382,155 @@ def read_parallel(hyp_paths: Sequence[str | os.PathLike], ref_paths: Sequence[st
 
     Lines are `.strip()`ed as nlg-eval does. Every file must have the same number of lines.
     """
-    hyp_paths = [str(p) for p in hyp_paths]
-    ref_paths = [str(p) for p in ref_paths]
+    return list(iter_parallel_samples(hyp_paths, ref_paths, systems, strip))
+
+
+def iter_parallel_samples(hyp_paths: Sequence[str | os.PathLike], ref_paths: Sequence[str | os.PathLike],
+                          systems: Sequence[str] | None = None, strip: bool = True) -> Iterator[Sample]:
+    """`read_parallel` as a stream: system after system, every file read line by line. Line
+    counts are checked first (a cheap count of newlines), so a mismatch stops the run before
+    anything is scored."""
+    hyp_paths = [os.fspath(p) for p in hyp_paths]
+    ref_paths = [os.fspath(p) for p in ref_paths]
     if not hyp_paths:
         raise InputError("no hypothesis file given")
     if systems and len(systems) != len(hyp_paths):
         raise InputError(f"{len(systems)} system names for {len(hyp_paths)} hypothesis files")
+    if STDIN in hyp_paths + ref_paths:
+        raise InputError("parallel files cannot be read from standard input ('-')")
     if not systems:
         stems = [Path(p).stem for p in hyp_paths]
         systems = stems if len(set(stems)) == len(stems) else hyp_paths
-    ref_lines = [read_text_lines(p) for p in ref_paths]
-    samples: list[Sample] = []
-    for hyp_path, system in zip(hyp_paths, systems):
-        hyps = read_text_lines(hyp_path)
-        if not hyps:
+    for p in hyp_paths + ref_paths:
+        if not os.path.exists(p):
+            raise InputError("no such file", path=p)
+    ref_counts = [count_lines(p) for p in ref_paths]
+    for hyp_path in hyp_paths:
+        n_hyp = count_lines(hyp_path)
+        if not n_hyp:
             raise InputError("empty input: no lines", path=hyp_path)
-        for ref_path, lines in zip(ref_paths, ref_lines):
-            if len(lines) != len(hyps):
-                raise InputError(f"has {len(lines)} lines but hypothesis file {hyp_path} has "
-                                 f"{len(hyps)}", path=ref_path, line=min(len(lines), len(hyps)) + 1)
-        for i, hyp in enumerate(hyps):
-            refs = [lines[i] for lines in ref_lines]
+        for ref_path, n_ref in zip(ref_paths, ref_counts):
+            if n_ref != n_hyp:
+                raise InputError(f"has {n_ref} lines but hypothesis file {hyp_path} has "
+                                 f"{n_hyp}", path=ref_path, line=min(n_ref, n_hyp) + 1)
+    for hyp_path, system in zip(hyp_paths, systems):
+        streams = [iter_text_lines(p) for p in ref_paths]
+        for number, hyp in iter_text_lines(hyp_path):
+            refs = [next(stream)[1] for stream in streams]
             if strip:
                 hyp = hyp.strip()
                 refs = [r.strip() for r in refs]
-            samples.append(Sample(id=f"{system}:{i + 1}", response=hyp, references=refs,
-                                  system=system, meta={"line": i + 1}))
-    return samples
+            yield Sample(id=f"{system}:{number}", response=hyp, references=refs,
+                         system=system, meta={"line": number})
 
 
 # --------------------------------------------------------------------------- dispatch
 
-def read_samples(path: str | os.PathLike, fmt: str | None = None) -> list[Sample]:
-    """Read a JSONL, CSV or TSV file, chosen by `fmt` or the file's extension."""
-    path = str(path)
-    if fmt is None:
-        lower = path.lower()
-        if lower.endswith((".jsonl", ".json", ".ndjson")):
-            fmt = "jsonl"
-        elif lower.endswith((".tsv", ".tab")):
-            fmt = "tsv"
-        elif lower.endswith(".csv"):
-            fmt = "csv"
-        else:
-            raise InputError("unknown input format (use .jsonl, .csv or .tsv, or --format)",
-                             path=path)
-    if not os.path.exists(path):
+def input_format(path: str, fmt: str | None = None) -> str:
+    """The format of `path` from `fmt` or its extension; standard input (`-`) is JSON lines
+    unless `fmt` says otherwise."""
+    if fmt is not None:
+        if fmt not in ("jsonl", "json", "csv", "tsv"):
+            raise InputError(f"unknown format {fmt!r}", path=path)
+        return "jsonl" if fmt == "json" else fmt
+    if path == STDIN:
+        return "jsonl"
+    lower = path.lower()
+    if lower.endswith((".jsonl", ".json", ".ndjson")):
+        return "jsonl"
+    if lower.endswith((".tsv", ".tab")):
+        return "tsv"
+    if lower.endswith(".csv"):
+        return "csv"
+    raise InputError("unknown input format (use .jsonl, .json, .csv or .tsv, or --format)", path=path)
+
+
+def iter_samples(path: str | os.PathLike, fmt: str | None = None, check_ids: bool = True) -> Iterator[Sample]:
+    """The samples of a JSONL / JSON-array / CSV / TSV file (or `-`), read as a stream. With
+    `check_ids`, an id seen twice for the same system stops with a located one-line error."""
+    path = os.fspath(path)
+    fmt = input_format(path, fmt)
+    if path != STDIN and not os.path.exists(path):
         raise InputError("no such file", path=path)
-    if fmt == "jsonl":
-        return read_jsonl(path)
-    if fmt == "csv":
-        return read_table(path, ",")
-    if fmt == "tsv":
-        return read_table(path, "\t")
-    raise InputError(f"unknown format {fmt!r}", path=path)
+    located = _located_jsonl(path) if fmt == "jsonl" else _located_table(path, "," if fmt == "csv" else "\t")
+    if check_ids:
+        return unique_ids(located, path)
+    return (sample for _, sample in located)
+
+
+def read_samples(path: str | os.PathLike, fmt: str | None = None) -> list[Sample]:
+    """Read a JSONL (or JSON array), CSV or TSV file, chosen by `fmt` or the file's extension."""
+    return list(iter_samples(path, fmt))
+
+
+class IdRegistry:
+    """Which (system, id) pairs have been seen, in bounded memory: 8-byte hashes in a sorted
+    array (1M samples: 8 MB), checked a chunk at a time."""
+
+    def __init__(self):
+        self.seen = np.zeros(0, dtype=np.uint64)
+
+    @staticmethod
+    def key(sample: Sample) -> int:
+        text = f"{sample.system}\x00{sample.id}".encode("utf-8", "surrogatepass")
+        return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+
+    def add(self, samples: Sequence[Sample]) -> int | None:
+        """Record `samples`; the index of the first one already seen, or None."""
+        keys = np.fromiter((self.key(s) for s in samples), dtype=np.uint64, count=len(samples))
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        dup = np.zeros(len(keys), dtype=bool)
+        if len(ordered) > 1:
+            dup[order[1:][ordered[1:] == ordered[:-1]]] = True
+        if len(self.seen):
+            pos = np.minimum(np.searchsorted(self.seen, keys), len(self.seen) - 1)
+            dup |= self.seen[pos] == keys
+        if dup.any():
+            return int(np.flatnonzero(dup)[0])
+        self.seen = np.sort(np.concatenate([self.seen, ordered]), kind="stable")
+        return None
+
+
+def unique_ids(located: Iterable[tuple[int | None, Sample]], path: str, block: int = 2048) -> Iterator[Sample]:
+    """Pass (line, sample) pairs through as samples, refusing an id that occurs twice for one
+    system with the line of its second occurrence."""
+    registry = IdRegistry()
+    pending: list[Sample] = []
+    lines: list[int | None] = []
+
+    def check() -> None:
+        bad = registry.add(pending)
+        if bad is not None:
+            sample = pending[bad]
+            where = lines[bad]
+            system = f" for system {sample.system!r}" if sample.system is not None else ""
+            raise InputError(f"duplicate id {sample.id!r}{system} (ids must be unique within a "
+                             "system; give each sample its own id, or leave ids out)",
+                             path=path, line=where, field="id")
+
+    for line, sample in located:
+        pending.append(sample)
+        lines.append(line)
+        if len(pending) >= block:
+            check()
+            yield from pending
+            pending, lines = [], []
+    if pending:
+        check()
+        yield from pending
+
+
+def chunked(samples: Iterable[Sample], size: int) -> Iterator[list[Sample]]:
+    """Consecutive runs of `size` samples (the last may be shorter)."""
+    chunk: list[Sample] = []
+    for sample in samples:
+        chunk.append(sample)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def iter_batches(samples: Sequence[Sample], size: int) -> Iterator[Sequence[Sample]]:

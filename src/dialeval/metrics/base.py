@@ -14,8 +14,21 @@ Reference handling is one mechanism for all reference-based metrics (`refs_mode`
   those single-reference scores is its sentence score (the AM-FM and nlg-eval papers' rule);
   the corpus score is then the mean of sentence scores.
 
-Metrics that need corpus-wide knowledge (CIDEr's document frequencies) get it from
-`Batch.root`, the full multi-reference batch, also when scoring single-reference pairs.
+How state reduces is declared per metric, with defaults that keep every subclass working:
+
+- `state_reduction = "sum"` (the default when `reduce` is not overridden): the corpus value is a
+  function of the column sums of the statistics rows, so a shard keeps one (count, sums) pair
+  (`partial_state`), pairs add (`merge_states`) and `corpus_from_state` finishes;
+- `state_reduction = "concat"` (the default when a subclass overrides `reduce`): the rows are
+  kept and `reduce` sees all of them, as before;
+- a **corpus-wide first pass** (`corpus_pass_key` not None, as CIDEr's document frequencies
+  need): the engine first runs `corpus_pass_state` over every shard of an evaluated set, merges
+  with `merge_corpus_pass`, and hands the merged state to the scoring pass in `Batch.corpus`,
+  so any sharding gives the unsharded numbers. Without it (a batch scored alone), a metric
+  takes its corpus knowledge from `Batch.root`, the full multi-reference batch.
+
+A sample without references has no reference-based score: its sentence value is NaN and it
+adds nothing to the corpus value, for every metric with `needs_references`.
 """
 
 from __future__ import annotations
@@ -41,7 +54,8 @@ class Batch:
 
     def __init__(self, hyps: Sequence[str], refs: Sequence[Sequence[str]],
                  contexts: Sequence[Sequence[str]] | None = None, root: "Batch | None" = None,
-                 item_of_row: np.ndarray | None = None, samples: Sequence[Any] | None = None):
+                 item_of_row: np.ndarray | None = None, samples: Sequence[Any] | None = None,
+                 corpus: dict[Any, Any] | None = None):
         if len(hyps) != len(refs):
             raise DialevalError(f"{len(hyps)} hypotheses but {len(refs)} reference lists")
         self.hyps = list(hyps)
@@ -50,6 +64,8 @@ class Batch:
         self.root = root if root is not None else self
         self.item_of_row = item_of_row
         self.samples = list(samples) if samples is not None else None  # full Samples, if a metric needs more
+        # merged first-pass states of the whole evaluated set, by `Metric.corpus_pass_key()`
+        self.corpus: dict[Any, Any] = corpus if corpus is not None else (root.corpus if root is not None else {})
         self._memo: dict[Any, Any] = {}
 
     def __len__(self) -> int:
@@ -128,6 +144,8 @@ class Metric:
     native_tokenizer: ClassVar[str] = "whitespace"
     corpus_from_summed_stats: ClassVar[bool] = False
     higher_is_better: ClassVar[bool] = True
+    # "sum", "concat" or None (= "sum" unless the subclass overrides `reduce`); see module doc
+    state_reduction: ClassVar[str | None] = None
 
     def __init__(self, refs_mode: Literal["multi", "max", "mean"] = "multi", tokenizer: str | None = None):
         if refs_mode not in REFS_MODES:
@@ -149,6 +167,21 @@ class Metric:
     def signature_options(self) -> list[tuple[str, Any]]:
         return []
 
+    # -- corpus-wide first pass (optional; CIDEr's document frequencies) ----------------------
+    def corpus_pass_key(self) -> Any:
+        """A hashable key naming the first-pass state this metric needs, or None (no first pass).
+        Metrics whose states are the same (CIDEr and CIDEr-D with one tokenizer) share a key,
+        so the pass runs once for both."""
+        return None
+
+    def corpus_pass_state(self, batch: "Batch") -> Any:
+        """First-pass state of one shard of an evaluated set (its references, usually)."""
+        raise NotImplementedError
+
+    def merge_corpus_pass(self, a: Any, b: Any) -> Any:
+        """Merge two first-pass states; must be associative so that any sharding agrees."""
+        raise NotImplementedError
+
     # -- shared machinery -------------------------------------------------------------------
     def signature(self) -> Signature:
         opts: list[tuple[str, Any]] = []
@@ -160,8 +193,16 @@ class Metric:
 
     def compute(self, batch: Batch) -> MetricOutput:
         if self.refs_mode == "multi" or not self.needs_references:
-            stats = self.multi_stats(batch)
-            sentence = self.sentence_from_stats(stats)
+            stats = np.asarray(self.multi_stats(batch), dtype=np.float64)
+            sentence = np.asarray(self.sentence_from_stats(stats), dtype=np.float64)
+            if self.needs_references:
+                no_refs = np.fromiter((not r for r in batch.refs), dtype=bool, count=len(batch))
+                if no_refs.any():  # no reference, no reference-based score (NaN, not 0)
+                    sentence = sentence.copy()
+                    sentence[no_refs] = np.nan
+                    if self.corpus_from_summed_stats:
+                        stats = stats.copy()
+                        stats[no_refs] = np.nan
             if not self.corpus_from_summed_stats:
                 stats = mean_stats(sentence)
         else:
@@ -180,6 +221,81 @@ class Metric:
             return self.corpus_from_stats(stats[valid].sum(axis=0))
         total = np.nansum(stats, axis=0)
         return float(total[0] / total[1]) if total[1] else math.nan
+
+    # -- mergeable state ----------------------------------------------------------------------
+    def reduction(self) -> str:
+        """How this metric's statistics reduce: "sum" or "concat" (see the module doc)."""
+        if self.state_reduction is not None:
+            return self.state_reduction
+        return "concat" if type(self).reduce is not Metric.reduce else "sum"
+
+    def _summed_rows(self) -> bool:
+        return self.corpus_from_summed_stats and (self.refs_mode == "multi" or not self.needs_references)
+
+    def partial_state(self, stats: np.ndarray) -> "MetricState":
+        """The reducible state of some statistics rows (one shard of an evaluated set)."""
+        stats = np.asarray(stats, dtype=np.float64)
+        if self.reduction() == "concat":
+            return MetricState("concat", len(stats), rows=stats)
+        if self._summed_rows():   # rows with NaN (no references) take no part; n counts the others
+            valid = stats[~np.isnan(stats).any(axis=1)] if stats.ndim == 2 else stats
+            return MetricState("sum", len(valid), total=valid.sum(axis=0))
+        return MetricState("sum", len(stats), total=np.nansum(stats, axis=0))
+
+    def merge_states(self, a: "MetricState", b: "MetricState") -> "MetricState":
+        return a.merge(b)
+
+    def corpus_from_state(self, state: "MetricState") -> float:
+        """Corpus value of a (merged) state; equals `reduce` of all its rows."""
+        if state.kind == "concat":
+            return self.reduce(state.rows)
+        if state.n == 0:
+            return math.nan
+        total = state.total
+        if self._summed_rows():
+            return self.corpus_from_stats(total)
+        return float(total[0] / total[1]) if total[1] else math.nan
+
+
+@dataclass
+class MetricState:
+    """What a shard contributes to a corpus value: a row count and either the column sums
+    ("sum"; for corpus-from-summed-statistics metrics only rows without NaN count) or the rows
+    themselves ("concat"). `merge` adds shards in the order given; the
+    engine always merges in input order, so a run's numbers do not depend on scheduling."""
+
+    kind: str
+    n: int
+    total: np.ndarray | None = None
+    rows: np.ndarray | None = None
+
+    def merge(self, other: "MetricState") -> "MetricState":
+        if self.kind != other.kind:
+            raise DialevalError(f"cannot merge a {self.kind!r} state with a {other.kind!r} state")
+        if other.n == 0:
+            return self
+        if self.n == 0:
+            return other
+        if self.kind == "sum":
+            return MetricState("sum", self.n + other.n, total=self.total + other.total)
+        return MetricState("concat", self.n + other.n, rows=np.concatenate([self.rows, other.rows]))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form (floats round-trip exactly through repr), for resumable checkpoints."""
+        out: dict[str, Any] = {"kind": self.kind, "n": self.n}
+        if self.kind == "sum":
+            out["total"] = [float(v) for v in self.total]
+        else:
+            out["rows"] = np.asarray(self.rows, dtype=np.float64).tolist()
+            out["width"] = int(self.rows.shape[1]) if self.rows.ndim == 2 else 0
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "MetricState":
+        if data["kind"] == "sum":
+            return cls("sum", int(data["n"]), total=np.asarray(data["total"], dtype=np.float64))
+        rows = np.asarray(data["rows"], dtype=np.float64).reshape(-1, int(data.get("width", 0)))
+        return cls("concat", int(data["n"]), rows=rows)
 
 
 def mean_stats(sentence: np.ndarray) -> np.ndarray:

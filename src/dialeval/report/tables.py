@@ -116,16 +116,18 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str 
 # --- the tables the commands print -----------------------------------------------------------
 
 def system_table(result, fmt: str = "plain") -> str:
-    """Per-system corpus values of a ScoreResult (and an `(all)` row for several systems)."""
+    """Per-system corpus values of a ScoreResult or a streamed run's summary (which carries
+    `counts` instead of the samples), and an `(all)` row for several systems."""
     header = ["system", "n"] + list(result.metrics)
-    counts: dict[str, int] = {}
-    for s in result.samples:
-        key = s.system if s.system is not None else "all"
-        counts[key] = counts.get(key, 0) + 1
+    counts: dict[str, int] = dict(getattr(result, "counts", None) or {})
+    if not counts:
+        for s in result.samples:
+            key = s.system if s.system is not None else "all"
+            counts[key] = counts.get(key, 0) + 1
     rows = [[system, counts[system]] + [vals[m] for m in result.metrics]
             for system, vals in result.systems.items()]
     if len(rows) > 1:
-        rows.append(["(all)", len(result.samples)] + [result.corpus[m] for m in result.metrics])
+        rows.append(["(all)", sum(counts.values())] + [result.corpus[m] for m in result.metrics])
     return format_table(header, rows, fmt=fmt)
 
 

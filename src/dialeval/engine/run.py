@@ -1,0 +1,85 @@
+"""Run a plan over shards: the corpus-wide first pass (when a metric needs one), then scoring.
+
+`run_plan` is the one loop every entry point uses: `dialeval.score` (shards of an in-memory
+list) and the streaming `dialeval score` (shards read from files, written out as they finish,
+resumable). Shards come from a callable so the first pass and the scoring pass can each read
+the input from the start without holding it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+from ..data.sample import Sample
+from .merge import Totals
+from .plan import Plan
+from .shard import ShardResult, first_pass_shard, merge_first_pass, score_shard
+
+Shards = Callable[[], Iterable[Sequence[Sample]]]
+
+
+def gather_first_pass(plan: Plan, shards: Shards, backend) -> dict[str, dict[Any, Any]] | None:
+    """Merged corpus-pass states (system -> key -> state), or None when no metric needs them."""
+    if not plan.needs_first_pass:
+        return None
+    corpus: dict[str, dict[Any, Any]] = {}
+    shared = _Interner()
+    for part in backend.map(first_pass_shard, plan, shards()):
+        corpus = merge_first_pass(plan, corpus, part)
+        for system in part:
+            for key, state in corpus[system].items():
+                corpus[system][key] = shared.intern((system, key), state)
+    return corpus
+
+
+class _Interner:
+    """One object for equal first-pass states: systems scored against the same references (all
+    20 DSTC6 systems) then hold one copy of the document frequencies instead of 20. Only the
+    states currently held are remembered, so a growing state does not leave copies behind."""
+
+    def __init__(self):
+        self.by_digest: dict[bytes, Any] = {}
+        self.holder: dict[Any, bytes] = {}
+
+    def intern(self, owner: Any, state: Any) -> Any:
+        digest = getattr(state, "digest", None)
+        if digest is None:
+            return state
+        new = digest()
+        old = self.holder.get(owner)
+        self.holder[owner] = new
+        if old is not None and old != new and old not in self.holder.values():
+            self.by_digest.pop(old, None)
+        return self.by_digest.setdefault(new, state)
+
+
+def run_plan(plan: Plan, shards: Shards, backend, *, corpus: dict | None = None,
+             totals: Totals | None = None, skip: int = 0, keep_stats: bool = False,
+             on_shard: Callable[[int, Sequence[Sample], ShardResult, Totals], None] | None = None) -> Totals:
+    """Score every shard after the first `skip` (those are already in `totals`), folding results
+    in input order. `on_shard(index, samples, result, totals)` runs after each fold."""
+    if corpus is None:
+        corpus = gather_first_pass(plan, shards, backend)
+    totals = totals if totals is not None else Totals()
+    todo = _skipping(shards(), skip)
+    held: list[Sequence[Sample]] = []
+
+    def feed():
+        for shard in todo:
+            held.append(shard)
+            yield shard
+
+    index = skip
+    for result in backend.map(score_shard, plan, feed(), corpus, keep_stats):
+        samples = held.pop(0)
+        totals.add(result)
+        if on_shard is not None:
+            on_shard(index, samples, result, totals)
+        index += 1
+    return totals
+
+
+def _skipping(shards: Iterable[Sequence[Sample]], skip: int):
+    for i, shard in enumerate(shards):
+        if i >= skip:
+            yield shard

@@ -1,0 +1,284 @@
+"""Sharding never changes a number: for every registered metric, shards of a set cut at random
+points, each gone through the first pass and scoring on its own and then merged, give the
+sentence and corpus values of the set scored whole (per system and overall).
+
+Models are tiny ones trained here (LM: a one-layer GPT; AM-FM: 8-dim LSI with a KenLM bigram),
+as tests/test_lm.py and tests/test_amfm.py make them. Families whose dependencies or tools are
+missing skip with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from dialeval.data.sample import Sample
+from dialeval.engine import make_plan
+from dialeval.engine.merge import Totals
+from dialeval.engine.shard import first_pass_shard, merge_first_pass, score_shard
+from dialeval.metrics.registry import REGISTRY
+
+OVERLAP = ["bleu1", "bleu2", "bleu3", "bleu4", "rouge_l", "cider_d", "cider", "meteor"]
+EMBEDDING = ["emb_average", "emb_extrema", "emb_greedy", "sent_cosine"]
+LM = ["lm_coherence", "lm_fluency", "lm_coherence_raw", "lm_fluency_raw"]
+AMFM = ["am", "fm", "fm_abs", "amfm"]
+SEEDS = [0, 1, 2]
+
+WORDS = ("i you we the a like want to and would really pizza pasta train flight hotel city "
+         "trip dinner cook eat fine thanks how are is it good bad").split()
+
+
+def make_samples(n: int = 36, seed: int = 11) -> list[Sample]:
+    """Two systems interleaved, shared references, a repeated response, samples without
+    references, an empty response: the cases where sharding could go wrong."""
+    rng = random.Random(seed)
+
+    def sentence(lo=2, hi=9):
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
+
+    refs = [[sentence() for _ in range(rng.randint(1, 3))] for _ in range(n // 2)]
+    samples = []
+    for i in range(n):
+        turn = i // 2
+        response = "i like pizza" if i % 7 == 0 else ("" if i == 9 else sentence(1, 8))
+        references = [] if i in (4, 5, 23) else refs[turn]
+        samples.append(Sample(id=str(turn), system="A" if i % 2 == 0 else "B", response=response,
+                              references=references, context=["hello there", sentence()]))
+    return samples
+
+
+def sharded(plan, samples, cuts):
+    """First pass and scoring shard by shard, merged: (sentence arrays, Totals)."""
+    bounds = [0] + cuts + [len(samples)]
+    shards = [samples[a:b] for a, b in zip(bounds, bounds[1:])]
+    corpus = None
+    for shard in reversed(shards):  # any order: merging first-pass states is commutative
+        corpus = merge_first_pass(plan, corpus, first_pass_shard(plan, shard))
+    results = [score_shard(plan, shard, corpus) for shard in shards]
+    parts = []
+    for result in results:
+        parts.append(Totals().add(result))
+    totals = parts[0]
+    for part in parts[1:]:
+        totals = totals.merge(part)
+    sentence = {m: np.concatenate([r.sentence[m] for r in results]) for m in plan.names}
+    return sentence, totals
+
+
+def assert_same(plan, samples, seeds=SEEDS, tol=1e-12, before_each=lambda: None):
+    before_each()
+    whole_sentence, whole = sharded(plan, samples, [])
+    whole_corpus, whole_systems = whole.corpus_values(plan)
+    finite = [m for m in plan.names if np.isfinite(whole_sentence[m]).sum() >= len(samples) // 2]
+    assert finite == plan.names, "most samples should have a value for every metric"
+    for seed in seeds:
+        rng = random.Random(seed)
+        cuts = sorted(rng.sample(range(1, len(samples)), rng.randint(1, 6)))
+        before_each()
+        sentence, totals = sharded(plan, samples, cuts)
+        corpus, systems = totals.corpus_values(plan)
+        for m in plan.names:
+            a, b = sentence[m], whole_sentence[m]
+            assert np.array_equal(np.isnan(a), np.isnan(b)), (m, cuts)
+            ok = ~np.isnan(a)
+            assert np.max(np.abs(a[ok] - b[ok]), initial=0.0) <= tol, (m, cuts)
+            assert abs(corpus[m] - whole_corpus[m]) <= tol, (m, cuts, corpus[m], whole_corpus[m])
+            for s in whole_systems:
+                assert abs(systems[s][m] - whole_systems[s][m]) <= tol, (m, s, cuts)
+
+
+def test_every_registered_metric_is_covered():
+    assert sorted(REGISTRY) == sorted(OVERLAP + EMBEDDING + LM + AMFM)
+
+
+def test_overlap_metrics_shard_exactly():
+    samples = make_samples()
+    plan = make_plan(OVERLAP)
+    assert_same(plan, samples)
+    # BLEU/METEOR statistics are counts and CIDEr's document frequencies are exact: bit-for-bit
+    whole_sentence, whole = sharded(plan, samples, [])
+    sentence, totals = sharded(plan, samples, [5, 17, 30])
+    for m in plan.names:
+        np.testing.assert_array_equal(sentence[m], whole_sentence[m])
+    for m in ("bleu1", "bleu2", "bleu3", "bleu4", "meteor"):
+        assert totals.corpus_values(plan)[0][m] == whole.corpus_values(plan)[0][m]
+
+
+def test_cider_shards_give_the_unsharded_numbers_the_issue_reported():
+    """The issue's case: 6 samples split 3/3 moved corpus CIDEr-D (3.8519 vs 3.8586)."""
+    import dialeval
+
+    rows = [{"response": "a cat sat on the mat", "references": ["the cat sat on the mat", "a cat on a mat"]},
+            {"response": "a dog ran", "references": ["the dog ran away", "a dog runs"]},
+            {"response": "hello world", "references": ["hello there world"]},
+            {"response": "good morning to you", "references": ["good morning", "morning to you"]},
+            {"response": "the cat ran on the mat", "references": ["the cat sat on the mat"]},
+            {"response": "hello dog", "references": ["hello cat", "a dog"]}]
+    whole = dialeval.score(rows, ["cider_d", "cider"])
+    split = dialeval.score(rows, ["cider_d", "cider"], chunk_size=3)
+    for m in ("cider_d", "cider"):
+        np.testing.assert_array_equal(split.sentence[m], whole.sentence[m])
+        assert abs(split.corpus[m] - whole.corpus[m]) <= 1e-12
+
+
+def test_refs_modes_max_and_mean_shard_exactly():
+    samples = make_samples(seed=5)
+    for mode in ("max", "mean"):
+        assert_same(make_plan(["bleu4", "rouge_l", "cider_d", "meteor"], refs_mode=mode), samples)
+
+
+def test_word_embedding_metrics_shard_exactly():
+    from dialeval.errors import DialevalError
+    from dialeval.metrics.embedding.defaults import default_vectors_path
+
+    try:
+        default_vectors_path()
+    except DialevalError as exc:
+        pytest.skip(str(exc))
+    assert_same(make_plan(EMBEDDING[:3]), make_samples(n=24))
+
+
+# The causal LM scores texts in padded float32 batches; which texts share a batch changes the
+# last bits (measured: up to 6e-8), so its shards agree to 1e-6, not 1e-12. The sentence
+# encoder batches only texts of equal token length (no padding), so its shards agree exactly;
+# it remembers each text's vector for the run, and that memory is cleared before every run
+# here so that the sharded runs really encode again.
+MODEL_TOL = 1e-6
+
+
+def test_sentence_encoder_shards_agree():
+    pytest.importorskip("sentence_transformers")
+    from dialeval.metrics.embedding.sentence import _shared_encoder
+
+    assert_same(make_plan(["sent_cosine"]), make_samples(n=8), seeds=[1], tol=0.0,
+                before_each=_shared_encoder.cache_clear)
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from dialeval.metrics.lm.train import LMTrainConfig, train_lm
+
+    d = tmp_path_factory.mktemp("lm")
+    corpus = d / "dialogues.txt"
+    rng = random.Random(2)
+    corpus.write_text("".join(" __eou__ ".join(" ".join(rng.choice(WORDS) for _ in range(5)) for _ in range(4))
+                              + " __eou__\n" for _ in range(40)))
+    config = LMTrainConfig(vocab_size=200, n_layer=1, n_embd=16, n_head=2, n_positions=48, max_steps=10,
+                           batch_size=16, lr=5e-3, warmup_steps=2, epochs=5, reference_pairs=20, threads=1,
+                           dropout=0.0)
+    train_lm(str(corpus), str(d / "model"), config, log=lambda m: None)
+    return str(d / "model")
+
+
+def test_lm_metrics_shard_exactly(tiny_lm):
+    assert_same(make_plan(LM, lm_model=tiny_lm), make_samples(n=20), seeds=[0, 1], tol=MODEL_TOL)
+
+
+@pytest.fixture(scope="module")
+def tiny_amfm(tmp_path_factory):
+    from dialeval.metrics.amfm.ngram import find_lmplz
+
+    if find_lmplz() is None:
+        pytest.skip("KenLM lmplz not built (run install.sh)")
+    from dialeval.metrics.amfm.model import AMFMModel
+
+    rng = random.Random(3)
+    corpus = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 10))) for _ in range(300)]
+    path = tmp_path_factory.mktemp("amfm") / "model"
+    AMFMModel(dims=8, order=2, seed=1).fit(corpus).save(path)
+    return str(path)
+
+
+def test_amfm_metrics_shard_exactly(tiny_amfm):
+    assert_same(make_plan(AMFM, amfm_model=tiny_amfm), make_samples(n=24))
+
+
+def test_chunk_size_and_backend_do_not_change_dialeval_score():
+    import dialeval
+
+    samples = make_samples(n=30)
+    whole = dialeval.score(samples, OVERLAP)
+    for size in (1, 4, 7):
+        part = dialeval.score(samples, OVERLAP, chunk_size=size)
+        for m in OVERLAP:
+            np.testing.assert_array_equal(part.sentence[m], whole.sentence[m])
+            assert abs(part.corpus[m] - whole.corpus[m]) <= 1e-12
+            for s in whole.systems:
+                assert abs(part.systems[s][m] - whole.systems[s][m]) <= 1e-12
+
+
+def test_sample_without_references_is_null_for_every_reference_based_metric():
+    import dialeval
+
+    rows = [{"response": "a b c", "references": ["a b d"]}, {"response": "a b", "references": []}]
+    res = dialeval.score(rows, OVERLAP)
+    for m in OVERLAP:
+        assert not math.isnan(res.sentence[m][0]) and math.isnan(res.sentence[m][1]), m
+    alone = dialeval.score(rows[:1], OVERLAP)
+    for m in ("bleu1", "bleu4", "meteor"):   # the reference-less sample adds nothing to corpus values
+        assert res.corpus[m] == alone.corpus[m], m
+    with pytest.warns(UserWarning, match="no sample has references"):
+        none = dialeval.score([{"response": "a b"}], ["bleu4", "meteor", "rouge_l", "cider_d"])
+    assert all(math.isnan(v) for v in none.corpus.values())
+    assert none.notes and len(none.notes) == 1
+
+
+
+def _foreign_metrics():
+    from dialeval.metrics.base import Batch, Metric
+
+    class LengthRatio(Metric):
+        name = "length_ratio"
+
+        def multi_stats(self, batch: Batch) -> np.ndarray:
+            return np.array([[len(h.split()) / max(1, min(len(r.split()) for r in refs)) if refs else np.nan]
+                             for h, refs in zip(batch.hyps, batch.refs)])
+
+        def sentence_from_stats(self, stats):
+            return stats[:, 0]
+
+    class MedianLength(Metric):
+        """Overrides `reduce` (a median is not a function of sums): the engine keeps rows."""
+
+        name = "median_length"
+        needs_references = False
+
+        def multi_stats(self, batch):
+            return np.array([[float(len(h.split()))] for h in batch.hyps])
+
+        def sentence_from_stats(self, stats):
+            return stats[:, 0]
+
+        def compute(self, batch):
+            out = super().compute(batch)
+            out.stats = out.sentence[:, None]
+            return out
+
+        def reduce(self, stats):
+            return float(np.median(stats[:, 0])) if len(stats) else math.nan
+
+    return [LengthRatio(), MedianLength()]
+
+
+def test_metrics_that_only_subclass_metric_work_unchanged():
+    import dialeval
+
+    metrics = _foreign_metrics()
+    assert [m.reduction() for m in metrics] == ["sum", "concat"]
+    samples = make_samples(n=30)
+    plan = make_plan(metrics)
+    assert plan.recipe is None
+    assert_same(plan, samples)
+    res = dialeval.score(samples, metrics, chunk_size=7)
+    lengths = [len(s.response.split()) for s in samples]
+    assert res.corpus["median_length"] == float(np.median(lengths))
+    for system in ("A", "B"):
+        assert res.systems[system]["median_length"] == float(np.median(
+            [n for n, s in zip(lengths, samples) if s.system == system]))
+    ratio = res.sentence["length_ratio"]
+    assert res.corpus["length_ratio"] == pytest.approx(np.nanmean(ratio), abs=1e-12)
