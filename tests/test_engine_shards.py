@@ -25,6 +25,9 @@ OVERLAP = ["bleu1", "bleu2", "bleu3", "bleu4", "rouge_l", "cider_d", "cider", "m
 EMBEDDING = ["emb_average", "emb_extrema", "emb_greedy", "sent_cosine"]
 LM = ["lm_coherence", "lm_fluency", "lm_coherence_raw", "lm_fluency_raw"]
 AMFM = ["am", "fm", "fm_abs", "amfm"]
+LEARNED = ["adem", "c_adem", "r_adem"]
+MME = ["mme_fm", "mme_rm", "mme_tcm", "mme_em", "mme_sm_nll", "mme_sm_nce", "mme_sm_ppl"]
+COMPOSE = ["compose"]
 SEEDS = [0, 1, 2]
 
 WORDS = ("i you we the a like want to and would really pizza pasta train flight hotel city "
@@ -91,7 +94,7 @@ def assert_same(plan, samples, seeds=SEEDS, tol=1e-12, before_each=lambda: None)
 
 
 def test_every_registered_metric_is_covered():
-    assert sorted(REGISTRY) == sorted(OVERLAP + EMBEDDING + LM + AMFM)
+    assert sorted(REGISTRY) == sorted(OVERLAP + EMBEDDING + LM + AMFM + LEARNED + MME + COMPOSE)
 
 
 def test_overlap_metrics_shard_exactly():
@@ -196,6 +199,68 @@ def tiny_amfm(tmp_path_factory):
 
 def test_amfm_metrics_shard_exactly(tiny_amfm):
     assert_same(make_plan(AMFM, amfm_model=tiny_amfm), make_samples(n=24))
+
+
+@pytest.fixture(scope="module")
+def tiny_adem(tmp_path_factory):
+    """A tiny hierarchical encoder and ADEM model, made as tests/test_adem.py makes them."""
+    pytest.importorskip("torch")
+    from test_adem import rows_for, tiny_encoder
+
+    from dialeval.metrics.learned.adem.model import Adem
+
+    d = tmp_path_factory.mktemp("adem")
+    tiny_encoder().save(d / "hred")
+    for variant in LEARNED:
+        Adem(encoder=f"hred:{d / 'hred'}", variant=variant, pca_dims=4, max_epochs=20).fit(rows_for()) \
+            .save(d / variant)
+    return d
+
+
+@pytest.mark.parametrize("variant", LEARNED)
+def test_adem_metrics_shard_exactly(tiny_adem, variant):
+    # the encoder runs in float32 batches, as the causal LM does
+    assert_same(make_plan([variant], adem_model=str(tiny_adem / variant)), make_samples(n=20), seeds=[0, 1],
+                tol=MODEL_TOL)
+
+
+@pytest.fixture(scope="module")
+def tiny_mme(tmp_path_factory):
+    """A tiny MME model folder, made as tests/test_mme.py makes it."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from test_mme import _corpus, _engagement
+
+    from dialeval.errors import DialevalError
+    from dialeval.metrics.mme.encoder import default_encoder_dir
+    from dialeval.metrics.mme.model import train_mme
+
+    try:
+        default_encoder_dir()
+    except DialevalError as exc:
+        pytest.skip(f"no default encoder: {exc}")
+    base = tmp_path_factory.mktemp("mme")
+    train_mme(str(_corpus(base / "dialogues_train.txt")), str(base / "model"),
+              engagement=str(_engagement(base / "engagement")), max_examples=160, seed=0)
+    return str(base / "model")
+
+
+def test_mme_metrics_shard_exactly(tiny_mme):
+    assert_same(make_plan(MME, mme_model=tiny_mme), make_samples(n=12), seeds=[3], tol=MODEL_TOL)
+
+
+def test_compose_shards_exactly(tmp_path):
+    from dialeval.meta.compose import ComposeModel, DevSet
+    from dialeval.scoring import score
+
+    dev_samples = make_samples(n=30, seed=4)
+    for i, s in enumerate(dev_samples):
+        s.ratings = {"overall": [float(len(s.response.split()) % 5 + 1), float(i % 5 + 1)]}
+    dev_samples = [s for s in dev_samples if s.references]
+    result = score(dev_samples, ["bleu2", "rouge_l"])
+    dev = DevSet.from_samples("toy", result.samples, result.sentence)
+    ComposeModel(method="crs").fit([dev], signatures=result.signatures).save(tmp_path / "crs")
+    assert_same(make_plan(COMPOSE, compose_model=str(tmp_path / "crs")), make_samples(n=24))
 
 
 def test_chunk_size_and_backend_do_not_change_dialeval_score():

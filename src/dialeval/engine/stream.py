@@ -126,7 +126,7 @@ def _row_line(sample: Sample, scores: dict[str, float], extra: dict[str, Any] | 
 def stats_metric_names(plan: Plan) -> list[str]:
     """Metrics whose corpus score is a function of summed statistics (corpus BLEU, METEOR in
     `multi` mode), not a mean of sentence scores: their rows are what resampling needs."""
-    return [m.name for m in plan.metrics if m.corpus_from_summed_stats
+    return [m.name for m in plan.metrics() if m.corpus_from_summed_stats
             and (m.refs_mode == "multi" or not m.needs_references)]
 
 
