@@ -157,6 +157,21 @@ def _metric_options(args) -> dict:
     return options
 
 
+def _check_scored(result, dataset) -> None:
+    """A metric with no value on any sample (a reference-based metric on a set without
+    references) cannot be correlated: a warning naming it, or an error when no metric has one."""
+    import numpy as np
+
+    empty = [m for m in result.metrics if not np.isfinite(result.sentence[m]).any()]
+    if not empty:
+        return
+    has_refs = any(s.references for s in dataset.samples)
+    why = "" if has_refs else f" ({dataset.info.name} has no references; choose metrics that need none)"
+    if len(empty) == len(result.metrics):
+        raise DialevalError(f"{', '.join(empty)}: no value on any sample{why}")
+    _warn(f"{', '.join(empty)}: no value on any sample{why}; their rows are n/a")
+
+
 def cmd_evaluate(args) -> int:
     from dialeval.data.datasets import load_dataset
     from dialeval.data.writers import write_jsonl
@@ -172,6 +187,7 @@ def cmd_evaluate(args) -> int:
                    **_metric_options(args))
     if args.output:
         write_jsonl(args.output, result.records())
+    _check_scored(result, dataset)
     qualities = _names(args.qualities) or list(dataset.info.qualities)
     correlations, comparisons = [], []
     extra = {"dataset": dataset.info.name, "samples": len(dataset.samples),
@@ -199,18 +215,33 @@ def cmd_evaluate(args) -> int:
 def cmd_agreement(args) -> int:
     from dialeval.data.datasets import load_dataset
     from dialeval.data.writers import format_table, json_value
+    import numpy as np
+
     from dialeval.meta.agreement import agreement, ratings_matrix
 
     kwargs = {"exclude_systems": tuple(args.exclude_system)} if args.exclude_system else {}
     dataset = load_dataset(args.dataset, args.path, **kwargs)
     qualities = _names(args.qualities) or list(dataset.info.qualities)
+    unknown = [q for q in qualities if q not in dataset.info.qualities]
+    if unknown:
+        raise DialevalError(f"{dataset.info.name} has no quality {unknown[0]!r}; choose from "
+                            f"{', '.join(dataset.info.qualities)}")
     rows = []
     for q in qualities:
         m = ratings_matrix(dataset.samples, q)
+        if not np.isfinite(m).any():
+            raise DialevalError(
+                f"{dataset.info.name} publishes no per-annotator {q!r} ratings"
+                + (" (only system-level means)" if dataset.system_ratings else "")
+                + "; agreement needs each rater's scores")
         if m.shape[1] < 2:
             _warn(f"{q}: at most one rating per item (only means published); no agreement")
-        rows.append(agreement(m, q, method=args.method, n_rep=args.n_rep, seed=args.seed,
-                              drop_below=args.drop_below).to_dict())
+        row = agreement(m, q, method=args.method, n_rep=args.n_rep, seed=args.seed,
+                        drop_below=args.drop_below).to_dict()
+        if args.drop_below is not None and row["raters"] == 0:
+            raise DialevalError(f"{q}: --drop-below {args.drop_below:g} drops every rater "
+                                f"(mean pairwise kappas {_rater_kappas(m)}); give a lower threshold")
+        rows.append(row)
     if args.json:
         print(json.dumps(json_value({"dataset": dataset.info.name, "agreement": rows})))
         return 0
@@ -231,6 +262,12 @@ def cmd_agreement(args) -> int:
             print(f"{r['quality']}: dropped rater columns {r['dropped_raters']} "
                   f"(mean pairwise kappa < {args.drop_below})")
     return 0
+
+
+def _rater_kappas(matrix) -> str:
+    from dialeval.meta.agreement import rater_mean_kappa
+
+    return ", ".join(_fmt(float(v), 3) for v in rater_mean_kappa(matrix))
 
 
 def cmd_datasets(args) -> int:

@@ -109,6 +109,8 @@ def group_means(values: np.ndarray, keys: Sequence) -> tuple[list, np.ndarray]:
     for i, k in enumerate(keys):
         codes[i] = order.setdefault(k, len(order))
     values = np.asarray(values, dtype=float)
+    if not order:   # nothing to group: an empty result of the right shape
+        return [], np.empty(values.shape[:-1] + (0,))
     counts = np.bincount(codes, minlength=len(order))
     flat = values.reshape(-1, values.shape[-1])
     sums = np.stack([np.bincount(codes, weights=row, minlength=len(order)) for row in flat])
