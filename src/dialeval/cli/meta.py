@@ -111,9 +111,12 @@ def _analyse(args, rows: list[dict], quality: str, levels: list[str], metrics=No
                             n_boot=args.n_boot, seed=args.seed, warn=_warn)
     comps = []
     if args.compare and len(values) > 1:
+        # The comparison uses --compare-method, else the first --method, so that
+        # `--method spearman` compares Spearman correlations.
+        compare_method = args.compare_method or _methods(args.method)[0]
         for level in levels:
             comps += comparison_rows(values, human, quality=quality, level=level,
-                                     method=args.compare_method, dialogues=dialogues,
+                                     method=compare_method, dialogues=dialogues,
                                      systems=systems, n_boot=args.n_boot, seed=args.seed)
     return values, human, corr, comps
 
@@ -123,7 +126,14 @@ def cmd_correlate(args) -> int:
 
     rows = read_scores(args.scores)
     levels = _levels(args.level, "turn")
-    values, human, corr, comps = _analyse(args, rows, args.human, levels, _names(args.metrics))
+    wanted = _names(args.metrics)
+    if wanted:
+        present = list(dict.fromkeys(m for r in rows for m in r["scores"]))
+        missing = [m for m in wanted if m not in present]
+        if missing:
+            raise DialevalError(f"{args.scores} has no scores for {', '.join(missing)}; "
+                                f"it has {', '.join(present) or 'none'}")
+    values, human, corr, comps = _analyse(args, rows, args.human, levels, wanted)
     plots = []
     if args.plot:
         from dialeval.report.plots import correlation_matrix, heatmap, scatter_plots
@@ -287,14 +297,31 @@ def cmd_datasets(args) -> int:
 def _stats_arguments(p, *, compare_default: bool) -> None:
     p.add_argument("--method", default=None, help="correlations, comma-separated "
                    "(default: pearson,spearman,kendall)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (0: no CI)")
+    p.add_argument("--n-boot", type=count(0), default=1000, help="bootstrap resamples (0: no CI)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--compare", action=argparse_bool(), default=compare_default,
                    help="test every pair of metrics (Williams + paired bootstrap)")
-    p.add_argument("--compare-method", default="pearson",
-                   choices=["pearson", "spearman", "kendall"])
+    p.add_argument("--compare-method", default=None, choices=["pearson", "spearman", "kendall"],
+                   help="correlation the pairwise comparison tests (default: the first --method)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
     p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+
+
+def count(minimum: int):
+    """argparse type: an integer no smaller than `minimum` (a negative resample count is
+    refused at parse time, with argparse's usage line and exit status 2)."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
 
 
 def argparse_bool():
@@ -337,7 +364,7 @@ def add_commands(sub) -> None:
     p.add_argument("path")
     p.add_argument("--qualities")
     p.add_argument("--method", default="spearman", choices=["pearson", "spearman", "kendall"])
-    p.add_argument("--n-rep", type=int, default=100, help="random splits for split-half")
+    p.add_argument("--n-rep", type=count(1), default=100, help="random splits for split-half")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--exclude-system", action="append", help="leave out a system's responses")
     p.add_argument("--drop-below", type=float, default=None,

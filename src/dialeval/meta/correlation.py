@@ -222,6 +222,8 @@ def correlate(metric: Sequence[float], human: Sequence[float], methods: Sequence
     percentile bootstrap CI (`n_boot=0` skips it). Warns when the level has < 5 points."""
     for m in methods:
         _check_method(m)
+    if n_boot < 0:
+        raise DialevalError(f"n_boot must be 0 (no CI) or more, got {n_boot}")
     x, y, _ = level_points(metric, human, level, dialogues=dialogues, systems=systems)
     if len(x) < MIN_POINTS:
         warnings.warn(f"{level}-level correlation over only {len(x)} points", FewPointsWarning,
