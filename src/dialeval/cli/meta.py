@@ -192,6 +192,10 @@ def cmd_evaluate(args) -> int:
     if args.exclude_system:
         kwargs["exclude_systems"] = tuple(args.exclude_system)
     dataset = load_dataset(args.dataset, args.path, **kwargs)
+    if dataset.reference_systems and not args.keep_reference_systems:
+        print(f"dialeval: leaving out {', '.join(map(repr, dataset.reference_systems))}: its "
+              "response is the reference (--keep-reference-systems keeps it)", file=sys.stderr)
+        dataset = dataset.without_systems(dataset.reference_systems)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     result = score(dataset.samples, metrics, refs_mode=args.refs_mode, tokenizer=args.tokenize,
                    **_metric_options(args))
@@ -349,7 +353,10 @@ def add_commands(sub) -> None:
     p.add_argument("--level", default=None, help="turn, dialogue, system or all "
                    "(default: the data set's level)")
     p.add_argument("--exclude-system", action="append",
-                   help="leave out a system's responses (e.g. 'Original Ground Truth' for usr-*)")
+                   help="leave out a system's responses (repeatable)")
+    p.add_argument("--keep-reference-systems", action="store_true",
+                   help="keep systems whose response is the reference (usr-*'s 'Original Ground "
+                   "Truth'), left out by default")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="metric option by its Python name (the same as its --flag)")
     from .options import add_scoring_flags

@@ -36,12 +36,12 @@ class DatasetSpec:
             raise DialevalError(f"{path}: not a folder (give the {self.folder} data set's folder)")
         dataset = getattr(module, func)(path, **{**self.kwargs, **options})
         if exclude_systems:
-            unknown = set(exclude_systems) - {s.system for s in dataset.samples}
+            known = dataset.systems() or list(dataset.system_ratings)
+            unknown = [s for s in exclude_systems if s not in known]
             if unknown:
-                raise DialevalError(f"{self.name} has no system {sorted(unknown)[0]!r}")
-            dataset.samples = [s for s in dataset.samples if s.system not in set(exclude_systems)]
-            dataset.system_ratings = {k: v for k, v in dataset.system_ratings.items()
-                                      if k not in set(exclude_systems)}
+                raise DialevalError(f"{self.name} has no system {unknown[0]!r}; its systems: "
+                                    + (", ".join(repr(k) for k in known) or "none (no system names)"))
+            dataset = dataset.without_systems(exclude_systems)
         return dataset
 
 

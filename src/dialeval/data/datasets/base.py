@@ -36,6 +36,21 @@ class Dataset:
     samples: list[Sample]
     # Human scores given only per system (DSTC6): system -> quality -> mean rating.
     system_ratings: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Systems whose response *is* the reference (USR's "Original Ground Truth"): a
+    # reference-based metric scores them against themselves, so `dialeval evaluate` leaves
+    # them out unless asked to keep them.
+    reference_systems: tuple[str, ...] = ()
+
+    def systems(self) -> list[str]:
+        """System names in order of first appearance."""
+        return list(dict.fromkeys(s.system for s in self.samples if s.system is not None))
+
+    def without_systems(self, names) -> "Dataset":
+        """This data set without those systems' samples (and system-level ratings)."""
+        drop = set(names)
+        return Dataset(self.info, [s for s in self.samples if s.system not in drop],
+                       {k: v for k, v in self.system_ratings.items() if k not in drop},
+                       tuple(r for r in self.reference_systems if r not in drop))
 
 
 def snake(name: str) -> str:
