@@ -284,10 +284,49 @@ def _rater_kappas(matrix) -> str:
     return ", ".join(_fmt(float(v), 3) for v in rater_mean_kappa(matrix))
 
 
+def _describe_text(d: dict) -> str:
+    refs = d["references"]
+    if refs["samples_with"] == 0:
+        ref_text = "none (reference-based metrics give no value)"
+    else:
+        span = str(refs["min"]) if refs["min"] == refs["max"] else f"{refs['min']}-{refs['max']}"
+        ref_text = f"{refs['samples_with']} of {d['samples']} samples, {span} per sample"
+    lines = [f"{d['name']}: {d['description']}",
+             f"  samples: {d['samples']}   level: {d['level']}   human scores: {d['human_scores']}",
+             f"  references: {ref_text}"]
+    if d["reference_systems"]:
+        lines.append(f"  reference systems (left out by `evaluate`): {', '.join(d['reference_systems'])}")
+    lines.append("  qualities:")
+    for q, v in d["qualities"].items():
+        scale = "-".join(f"{x:g}" for x in v["scale"]) if v["scale"] else "?"
+        lines.append(f"    {q} [{scale}]: {v['description']}")
+    systems = d["systems"]
+    lines.append(f"  systems ({len(systems)}): " + (", ".join(f"{k} ({n})" for k, n in systems.items())
+                                                    or "none named"))
+    return "\n".join(lines)
+
+
 def cmd_datasets(args) -> int:
-    from dialeval.data.datasets import list_datasets
+    import os
+
+    from dialeval.data.datasets import get_spec, list_datasets, load_dataset
 
     specs = list_datasets()
+    if args.name:
+        specs = [get_spec(args.name)]
+    if args.path or args.data_root:
+        described = []
+        for s in specs:
+            folder = args.path if args.path else os.path.join(args.data_root, s.folder)
+            if not args.path and not os.path.isdir(folder):
+                _warn(f"{s.name}: no folder {folder}")
+                continue
+            described.append(load_dataset(s.name, folder).describe())
+        if args.json:
+            print(json.dumps(described, ensure_ascii=False))
+        else:
+            print("\n\n".join(_describe_text(d) for d in described))
+        return 0
     if args.json:
         print(json.dumps([{"name": s.name, "folder": s.folder, "description": s.description}
                           for s in specs]))
@@ -295,6 +334,8 @@ def cmd_datasets(args) -> int:
     width = max(len(s.name) for s in specs)
     for s in specs:
         print(f"{s.name.ljust(width)}  {s.description}  (folder: {s.folder})")
+    print("\nqualities, scales, references and systems: dialeval datasets NAME PATH, or "
+          "dialeval datasets --data-root DIR for all")
     return 0
 
 
@@ -380,6 +421,11 @@ def add_commands(sub) -> None:
     p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
     p.set_defaults(func=cmd_agreement)
 
-    p = sub.add_parser("datasets", help="list the public data set loaders")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("datasets", help="list the public data set loaders; with a folder, "
+                       "describe a set's references, qualities, scales, level and systems")
+    p.add_argument("name", nargs="?", help="one data set to list or describe")
+    p.add_argument("path", nargs="?", help="its folder: load it and describe it")
+    p.add_argument("--data-root", metavar="DIR",
+                   help="folder holding every set's folder (e.g. ../shared/data): describe them all")
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=cmd_datasets)

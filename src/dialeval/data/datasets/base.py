@@ -45,6 +45,26 @@ class Dataset:
         """System names in order of first appearance."""
         return list(dict.fromkeys(s.system for s in self.samples if s.system is not None))
 
+    def describe(self) -> dict[str, Any]:
+        """What a user needs before scoring: size, level, references, qualities with their
+        scales, systems (with sample counts) and whether human scores are per sample."""
+        n_refs = [len(s.references) for s in self.samples]
+        systems: dict[str, int] = {}
+        for s in self.samples:
+            if s.system is not None:
+                systems[s.system] = systems.get(s.system, 0) + 1
+        return {
+            "name": self.info.name, "description": self.info.description,
+            "samples": len(self.samples), "level": self.info.level,
+            "references": {"samples_with": sum(1 for k in n_refs if k),
+                           "min": min(n_refs, default=0), "max": max(n_refs, default=0)},
+            "qualities": {q: {"scale": list(self.info.scales.get(q, ())), "description": d}
+                          for q, d in self.info.qualities.items()},
+            "systems": systems,
+            "reference_systems": list(self.reference_systems),
+            "human_scores": "per system (means only)" if self.system_ratings else "per sample",
+        }
+
     def without_systems(self, names) -> "Dataset":
         """This data set without those systems' samples (and system-level ratings)."""
         drop = set(names)
