@@ -159,11 +159,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Library warnings reach a CLI user as one `dialeval: warning:` line (no source lines)."""
+    print(f"dialeval: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.func(args)
     except DialevalError as exc:
         print(f"dialeval: error: {exc}", file=sys.stderr)
         return 2
