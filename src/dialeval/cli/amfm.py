@@ -123,6 +123,9 @@ def cmd_sweep(args) -> int:
         print("wrote " + ", ".join(write_outputs(args.output, rows, summaries)))
         return 0
     samples, order, human = load_eval_set(args)
+    from dialeval.metrics.amfm.sweep import check_systems
+
+    check_systems(order)
     hyps = [s.response for s in samples]
     refs = [s.references for s in samples]
     systems = [s.system for s in samples]
@@ -148,10 +151,16 @@ def cmd_sweep(args) -> int:
                              lam=args.amfm_lambda, lambdas=lambdas, cv=args.cv, k=args.k, seed=args.seed)
         rows += r
         summaries.append(summary)
+    from dialeval.data.writers import json_value
+
+    if not any(r["pearson"] == r["pearson"] for r in rows):
+        print("dialeval: warning: every correlation is undefined (constant metric or human "
+              "system means); the curves are empty", file=sys.stderr)
     paths = write_outputs(args.output, rows, summaries)
     for s in summaries:
-        print(json.dumps({k: s[k] for k in ("training", "dims", "order", "am", "fm", "amfm_fixed_lambda",
-                                            "amfm_cv_lambda", "amfm_cv_dims_order_lambda", "best_in_sample")},
+        print(json.dumps(json_value({k: s[k] for k in ("training", "dims", "order", "am", "fm",
+                                                       "amfm_fixed_lambda", "amfm_cv_lambda",
+                                                       "amfm_cv_dims_order_lambda", "best_in_sample")}),
                          default=str))
     print("wrote " + ", ".join(paths))
     return 0

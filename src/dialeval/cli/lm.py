@@ -25,7 +25,9 @@ def add_train_commands(train_sub) -> None:
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--context-length", type=int, default=128)
     p.add_argument("--reference-pairs", type=int, default=2000)
-    p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads (default: $OMP_NUM_THREADS, else the idle cores: cores minus "
+                   "the 1-minute load average, at least 1)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-corpus", help="report per-token perplexity on this corpus's pairs after training")
@@ -52,6 +54,8 @@ def cmd_train_lm(args) -> int:
         lm = load_lm(args.output, args.device)
         info["eval_perplexity"] = perplexity(lm, pairs(read_corpus(args.eval_corpus)))
         info["eval_corpus"] = args.eval_corpus
-    print(json.dumps({k: info[k] for k in ("parameters", "steps", "stopped_by", "train_seconds", "train_cpu_seconds",
-                                            "reference_perplexity", "eval_perplexity") if k in info}))
+    from dialeval.data.writers import json_value
+
+    print(json.dumps(json_value({k: info[k] for k in ("parameters", "steps", "stopped_by", "train_seconds", "train_cpu_seconds",
+                                            "reference_perplexity", "eval_perplexity") if k in info})))
     return 0

@@ -34,7 +34,10 @@ def _encoder(model_dir: str, threads: int):
 
 
 def _default_threads() -> int:
-    return int(os.environ.get("OMP_NUM_THREADS") or min(2, os.cpu_count() or 1))
+    """$OMP_NUM_THREADS, else the idle cores (see dialeval.models.threads)."""
+    from ...models.threads import default_threads
+
+    return default_threads()
 
 
 class SentenceEncoder:
