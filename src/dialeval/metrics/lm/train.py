@@ -134,6 +134,8 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
     from ...data.corpus import pairs as corpus_pairs, read_corpus
 
     started = time.time()
+    plain_log = log
+    log = lambda message: plain_log(f"[{time.time() - started:5.0f} s] {message}")  # noqa: E731
     cfg = config or LMTrainConfig()
     torch.manual_seed(cfg.seed)
     if cfg.device == "cpu":
@@ -192,7 +194,13 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
                   max_len=int(getattr(model.config, "n_positions", None) or model.config.max_position_embeddings),
                   device=cfg.device)
     sequences = []
-    for q, r in train_pairs:
+    deadline = started + cfg.max_minutes * 60 if cfg.max_minutes else None
+    for k, (q, r) in enumerate(train_pairs):
+        if deadline is not None and k % 2000 == 0 and k and time.time() >= deadline - 0.25 * cfg.max_minutes * 60:
+            # Encoding alone has eaten most of the budget: train on what is encoded.
+            log(f"train lm: --max-minutes: encoded {k} of {len(train_pairs)} training pairs; training on those")
+            train_pairs = train_pairs[:k]
+            break
         ids = [lm.sep_id] + lm.encode(q) + [lm.sep_id] + lm.encode(r) + [lm.sep_id]
         sequences.append(ids[-lm.max_len:])
     # Tokens the reference scoring will run through (three forward passes: q+r, r, q).
