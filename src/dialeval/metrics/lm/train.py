@@ -80,35 +80,52 @@ def _split_pairs(pairs: list[tuple[str, str]], n_ref: int, seed: int):
     return train, [pairs[i] for i in held]
 
 
-def reference_scores(lm, ref_pairs, log=None, batch_size: int = 32) -> tuple[dict, float]:
-    """Raw coherence and fluency of the reference pairs (the normalisation bounds' data) and
-    their per-token perplexity, in three forward passes (q+r, r alone, q alone); the first
-    serves both coherence and perplexity."""
+MIN_REFERENCE_PAIRS = 200   # fewer, and a 10th-percentile bound rests on a handful of pairs
+_REFERENCE_CHUNK = 100
+
+
+def reference_scores(lm, ref_pairs, log=None, batch_size: int = 32,
+                     deadline: float | None = None) -> tuple[dict, float, int]:
+    """Raw coherence and fluency of the reference pairs (the normalisation bounds' data), their
+    per-token perplexity, and how many pairs were scored.
+
+    Three forward passes per pair (q+r, r alone, q alone; the first serves both coherence and
+    perplexity), in chunks of pairs; with a `deadline`, scoring stops after the chunk that
+    passes it, once at least MIN_REFERENCE_PAIRS pairs are scored."""
     from .logprob import token_logprob_sums
 
     q_ids = [lm.encode(q) for q, _ in ref_pairs]
     r_ids = [lm.encode(r) for _, r in ref_pairs]
-    n = len(ref_pairs)
-    passes = [("coherence", q_ids, r_ids), ("fluency", [None] * n, r_ids), ("queries", [None] * n, q_ids)]
-    out = []
-    for k, (name, queries, responses) in enumerate(passes, 1):
-        began = time.time()
-        shown = [began]
+    parts = []
+    began = shown = time.time()
+    done = 0
+    for start in range(0, len(ref_pairs), _REFERENCE_CHUNK):
+        q, r = q_ids[start:start + _REFERENCE_CHUNK], r_ids[start:start + _REFERENCE_CHUNK]
+        none = [None] * len(q)
+        parts.append((token_logprob_sums(lm, q, r, batch_size), token_logprob_sums(lm, none, r, batch_size),
+                      token_logprob_sums(lm, none, q, batch_size)))
+        done += len(q)
+        now = time.time()
+        if log is not None and (now - shown >= 10 or done == len(ref_pairs)):
+            shown = now
+            log(f"train lm: scoring reference pairs for the normalisation bounds: {done}/{len(ref_pairs)}, "
+                f"{now - began:.0f} s")
+        if deadline is not None and now >= deadline and done >= MIN_REFERENCE_PAIRS and done < len(ref_pairs):
+            if log is not None:
+                log(f"train lm: --max-minutes reached: normalisation bounds from {done} of "
+                    f"{len(ref_pairs)} reference pairs")
+            break
 
-        def progress(done, total, name=name, k=k, began=began, shown=shown):
-            if log is not None and (time.time() - shown[0] >= 10 or done == total):
-                shown[0] = time.time()
-                log(f"train lm: scoring reference pairs for the normalisation bounds, pass {k}/3 "
-                    f"({name}): {done}/{total}, {time.time() - began:.0f} s")
-        out.append(token_logprob_sums(lm, queries, responses, batch_size, progress=progress))
-    (s_qr, c_qr), (s_r, c_r), (s_q, c_q) = out
+    def joined(k: int, j: int) -> np.ndarray:
+        return np.concatenate([p[k][j] for p in parts]) if parts else np.zeros(0)
+    s_qr, c_qr, s_r, c_r, s_q, c_q = (joined(k, j) for k in range(3) for j in range(2))
     with np.errstate(invalid="ignore", divide="ignore"):
         coherence = np.where(c_qr > 0, s_qr / np.maximum(c_qr, 1), math.nan)
         fluency = np.where(c_r > 0, s_r / np.maximum(c_r, 1), math.nan)
     count = int(c_q.sum() + c_qr.sum())
     ppl = math.exp(-float(s_q.sum() + s_qr.sum()) / count) if count else math.nan
     reference = {"coherence_raw": coherence[~np.isnan(coherence)], "fluency_raw": fluency[~np.isnan(fluency)]}
-    return reference, ppl
+    return reference, ppl, done
 
 
 def _batches(sequences: list[list[int]], batch_size: int, rng: random.Random) -> list[list[int]]:
@@ -128,14 +145,15 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
              corpus_format: str | None = None, reference_corpus: str | None = None,
              log: Callable[[str], None] = print) -> dict:
     """Train (or fine-tune `init`) and save a verified artifact folder; returns its info."""
+    started = time.time()
+    plain_log = log
+    log = lambda message: plain_log(f"[{time.time() - started:5.0f} s] {message}")  # noqa: E731
     offline()
+    log("train lm: loading torch")
     import torch
 
     from ...data.corpus import pairs as corpus_pairs, read_corpus
 
-    started = time.time()
-    plain_log = log
-    log = lambda message: plain_log(f"[{time.time() - started:5.0f} s] {message}")  # noqa: E731
     cfg = config or LMTrainConfig()
     torch.manual_seed(cfg.seed)
     if cfg.device == "cpu":
@@ -170,6 +188,7 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
 
 def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus, reference_corpus, log) -> dict:
     """The training proper, writing into `staging`, which becomes `out_dir` only when complete."""
+    log("train lm: loading transformers")
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -180,6 +199,10 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
         arch = {"init": os.path.abspath(init)}
     else:
         texts = [t for p in train_pairs for t in p]
+        if cfg.max_minutes and time.time() - started > 0.3 * cfg.max_minutes * 60 and len(texts) > 20000:
+            log(f"train lm: --max-minutes: {time.time() - started:.0f} s already spent (loading torch and "
+                "transformers); the tokenizer learns from the first 20000 texts")
+            texts = texts[:20000]
         log(f"train lm: training a {cfg.vocab_size}-token BPE tokenizer on {len(texts)} texts")
         tokenizer = build_tokenizer(texts, cfg.vocab_size)
         gconf = GPT2Config(vocab_size=len(tokenizer), n_positions=cfg.n_positions, n_embd=cfg.n_embd,
@@ -285,7 +308,9 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
     cpu_seconds = time.process_time() - cpu_started
     model.eval()
 
-    reference, ref_ppl = reference_scores(lm, ref_pairs, log)
+    reference, ref_ppl, scored = reference_scores(lm, ref_pairs, log,
+                                                  deadline=deadline - 3.0 if deadline else None)
+    ref_pairs = ref_pairs[:scored]
     if any(len(v) == 0 for v in reference.values()):
         raise DialevalError(f"the {len(ref_pairs)} reference pairs have no response tokens: no "
                             "normalisation bounds; give --reference-corpus FILE")
