@@ -325,6 +325,9 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
         "reference_perplexity": ref_ppl, "config": asdict(cfg),
         "layout": "<sep> query <sep> response <sep>, <sep> = tokenizer eos",
     }
+    if step == 0 and not init:
+        log("train lm: warning: no training step fitted in --max-minutes; the model is untrained "
+            "(give more minutes or fewer --reference-pairs)")
     log(f"trained {step} steps in {train_seconds / 60:.1f} min ({stopped_by}); "
         f"held-out perplexity {ref_ppl:.2f}")
     model.save_pretrained(staging, safe_serialization=True)
