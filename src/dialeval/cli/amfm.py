@@ -20,7 +20,7 @@ def _corpus_arguments(p) -> None:
                    help="bag-of-words term weighting for LSI (default tf: raw counts)")
     p.add_argument("--lsi-sentences", type=int, default=10000,
                    help="random sentences the SVD is trained on (default 10000, the paper's; 0: all)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
 def read_sentences(paths: list[str], fmt: str | None) -> list[str]:
@@ -181,7 +181,8 @@ def add_commands(sub) -> None:
                         "other folds' references (no human score used)")
     p.add_argument("--dims-grid", help="comma-separated L values (default: log grid 5..2500)")
     p.add_argument("--orders", default="1,2,3,4", help="n-gram orders (default 1,2,3,4)")
-    p.add_argument("--lambdas", default=",".join(f"{0.1 * i:.1f}" for i in range(11)))
+    p.add_argument("--lambdas", default=",".join(f"{0.1 * i:.1f}" for i in range(11)),
+                   help="lambda values of the AM-FM curve (default 0.0,0.1,...,1.0)")
     p.add_argument("--dims", type=int, default=10, help="L for the order and lambda curves (default 10)")
     p.add_argument("--order", type=int, default=2, help="n for the lambda curve (default 2)")
     p.add_argument("--amfm-lambda", dest="amfm_lambda", type=float, default=0.8,
@@ -191,6 +192,6 @@ def add_commands(sub) -> None:
     p.add_argument("--k", type=int, default=5, help="folds for --cv kfold")
     p.add_argument("--merge", nargs="+", metavar="DIR",
                    help="instead of computing, draw earlier sweep folders' curves together")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("-o", "--output", required=True, help="folder for amfm_sweep.csv, amfm_summary.json, PNGs")
     p.set_defaults(func=cmd_sweep)

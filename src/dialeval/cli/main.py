@@ -30,6 +30,28 @@ CLI_EXTENSIONS: list[str] = [
 ]
 
 
+DESCRIPTION = """\
+dialeval: automatic evaluation of dialogue responses, and how well each metric agrees with
+human judgments.
+
+Score responses with word-overlap (BLEU, METEOR, ROUGE-L, CIDEr), embedding, AM-FM and
+language-model metrics; correlate the scores with human ratings at turn, dialogue or system
+level (with confidence intervals and significance tests); measure how much the humans agree;
+train the model-based metrics on your own corpus. Everything runs offline."""
+
+EPILOG = """\
+examples:
+  dialeval score samples.jsonl --metrics bleu4,meteor,rouge_l -o scores.jsonl
+  dialeval score --hyp system.txt --ref refs1.txt --ref refs2.txt
+  dialeval correlate scores.jsonl --human overall
+  dialeval datasets                      # the public human-rated sets it can load
+  dialeval evaluate usr-tc ../shared/data/usr --metrics bleu2,rouge_l
+  dialeval metrics                       # every metric and its options
+
+`dialeval COMMAND --help` describes a command's options. Input errors are reported on one
+line (file:line: field) with exit status 2."""
+
+
 def _split_metrics(text: str) -> list[str]:
     names = [m.strip() for m in text.split(",") if m.strip()]
     if not names:
@@ -57,8 +79,15 @@ def load_input(args) -> list:
     return samples
 
 
-def system_table(result, table_format: str = "plain") -> str:
-    """Per-system corpus values (and an `(all)` row when there are several systems)."""
+def system_table(result, table_format: str = "plain", width: int | None = None) -> str:
+    """Per-system corpus values (and an `(all)` row when there are several systems).
+
+    One row per system and a column per metric; when that is wider than `width` (default:
+    the terminal's, 120 in a pipe) and there are more metrics than systems, the table is
+    transposed: a row per metric and a column per system, which stays readable with many
+    metrics."""
+    import shutil
+
     from dialeval.data.writers import format_table
 
     header = ["system", "n"] + result.metrics
@@ -70,7 +99,16 @@ def system_table(result, table_format: str = "plain") -> str:
             for system, vals in result.systems.items()]
     if len(rows) > 1:
         rows.append(["(all)", len(result.samples)] + [result.corpus[m] for m in result.metrics])
-    return format_table(header, rows, fmt=table_format)
+    table = format_table(header, rows, fmt=table_format)
+    if width is None:
+        width = shutil.get_terminal_size((120, 24)).columns
+    too_wide = max(len(line) for line in table.splitlines()) > width
+    if too_wide and len(result.metrics) > len(rows):
+        t_header = ["metric"] + [str(r[0]) for r in rows]
+        t_rows = [["n"] + [r[1] for r in rows]]
+        t_rows += [[m] + [r[2 + k] for r in rows] for k, m in enumerate(result.metrics)]
+        return format_table(t_header, t_rows, fmt=table_format)
+    return table
 
 
 def cmd_score(args) -> int:
@@ -132,7 +170,8 @@ def add_score_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="per-sample JSONL output")
     p.add_argument("--json", action="store_true", help="print one JSON summary instead of a table")
     p.add_argument("--report", help="also write the aggregate report: .json, or a markdown table otherwise")
-    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"],
+                   help="table style (default plain)")
     add_scoring_flags(p)
     p.set_defaults(func=cmd_score)
     return p
@@ -141,12 +180,13 @@ def add_score_parser(sub) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     import importlib
 
-    parser = argparse.ArgumentParser(prog="dialeval", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="dialeval", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"dialeval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     add_score_parser(sub)
     p = sub.add_parser("metrics", help="list metrics and their options")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=cmd_metrics)
     train = sub.add_parser("train", help="train a model-based metric's artifact")
     train_sub = train.add_subparsers(dest="what", required=True)

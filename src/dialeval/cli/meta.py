@@ -349,7 +349,8 @@ def _stats_arguments(p, *, compare_default: bool) -> None:
     p.add_argument("--compare-method", default=None, choices=["pearson", "spearman", "kendall"],
                    help="correlation the pairwise comparison tests (default: the first --method)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
-    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"],
+                   help="table style (default plain)")
 
 
 def count(minimum: int):
@@ -408,17 +409,19 @@ def add_commands(sub) -> None:
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("agreement", help="human agreement per quality of a public data set")
-    p.add_argument("dataset")
-    p.add_argument("path")
-    p.add_argument("--qualities")
-    p.add_argument("--method", default="spearman", choices=["pearson", "spearman", "kendall"])
+    p.add_argument("dataset", help="data set name (`dialeval datasets` lists them)")
+    p.add_argument("path", help="the data set's folder")
+    p.add_argument("--qualities", help="comma-separated subset of the data set's qualities")
+    p.add_argument("--method", default="spearman", choices=["pearson", "spearman", "kendall"],
+                   help="correlation for split-half and leave-one-out (default spearman)")
     p.add_argument("--n-rep", type=count(1), default=100, help="random splits for split-half")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the random splits (default 0)")
     p.add_argument("--exclude-system", action="append", help="leave out a system's responses")
     p.add_argument("--drop-below", type=float, default=None,
                    help="drop raters whose mean pairwise kappa is below this (nlg-eval paper: 0.1)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    p.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"],
+                   help="table style (default plain)")
     p.set_defaults(func=cmd_agreement)
 
     p = sub.add_parser("datasets", help="list the public data set loaders; with a folder, "
