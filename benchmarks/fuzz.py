@@ -112,7 +112,16 @@ def main(argv=None) -> int:
     parser.add_argument("--minutes-per-target", type=float, help="stop a target early after this long")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
-    os.environ.setdefault("DIALEVAL_CACHE_DIR", tempfile.mkdtemp(prefix="dialeval-fuzz-cache-"))
+    if "DIALEVAL_CACHE_DIR" not in os.environ:
+        # A scratch cache (the targets' vector files land there), with METEOR's resource cache
+        # linked in from the real one when it was built (rebuilding it takes minutes).
+        from dialeval.models.cache import cache_dir
+
+        meteor = cache_dir() / "meteor"
+        scratch_cache = Path(tempfile.mkdtemp(prefix="dialeval-fuzz-cache-"))
+        if meteor.is_dir():
+            (scratch_cache / "meteor").symlink_to(meteor, target_is_directory=True)
+        os.environ["DIALEVAL_CACHE_DIR"] = str(scratch_cache)
     all_targets = targets(Path(args.shared))
     names = args.targets.split(",") if args.targets else list(all_targets)
     results = []
