@@ -227,10 +227,10 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_agreement(args) -> int:
-    from dialeval.data.datasets import load_dataset
-    from dialeval.data.writers import format_table, json_value
     import numpy as np
 
+    from dialeval.data.datasets import load_dataset
+    from dialeval.data.writers import format_table, json_value
     from dialeval.meta.agreement import agreement, ratings_matrix
 
     kwargs = {"exclude_systems": tuple(args.exclude_system)} if args.exclude_system else {}
