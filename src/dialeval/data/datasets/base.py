@@ -112,8 +112,17 @@ def read_csv(path: str | os.PathLike, *, header: bool = True) -> list:
     text = read_text(path)
     reader = csv.DictReader(io.StringIO(text, newline="")) if header else csv.reader(io.StringIO(text, newline=""))
     rows = []
-    for row in reader:
-        rows.append((reader.line_num, row))
+    try:
+        for row in reader:
+            if header and (None in row or None in row.values()):
+                # DictReader pads a short row with None and files a long row's extra cells under
+                # the key None: either way the columns no longer line up.
+                count = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or [])
+                raise InputError(f"has {count} fields, the header has {len(reader.fieldnames or [])}",
+                                 path=str(path), line=reader.line_num)
+            rows.append((reader.line_num, row))
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV: {exc}", path=str(path), line=reader.line_num) from None
     return rows
 
 
