@@ -484,7 +484,7 @@ def metric_target(metric: str) -> Callable[[random.Random, Path], None]:
 def normalise_error(message: str) -> str:
     """An error message with paths, numbers and quoted values blanked, to count distinct errors."""
     message = re.sub(r"(/[^\s:]+)+", "PATH", message)
-    message = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", message)
+    message = re.sub(r"(?<![A-Za-z])'[^']*'(?![A-Za-z])|\"[^\"]*\"", "'…'", message)
     return re.sub(r"\d+(\.\d+)?", "N", message)
 
 
