@@ -1,10 +1,46 @@
 #!/usr/bin/env bash
 # Installs dialeval with every optional family and the test tools, from PyPI and Debian only.
 # Safe to run again: each step is skipped or is a no-op when already done.
+#
+# Where it installs (the first that applies):
+#   VENV=DIR bash install.sh    into the virtual environment DIR, created when missing;
+#   inside an active virtual environment: into it;
+#   a Python marked externally managed (PEP 668, e.g. Debian's /usr/bin/python3): into ./.venv,
+#     created when missing (then `source .venv/bin/activate` before using `dialeval`);
+#   otherwise into the Python that `python3` (or $PYTHON) runs, as before.
+# Debian packages need root: as root apt-get runs directly; otherwise through `sudo -n` (never
+# a password prompt); when neither works the missing packages are named and the script stops
+# (SKIP_APT=1 goes on without them: KenLM's build and WordNet then need them installed by hand).
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
-SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+
+# --- Python environment -----------------------------------------------------------------
+in_venv() { "$1" -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)'; }
+externally_managed() {
+  "$1" -c 'import os, sys, sysconfig; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")) else 1)'
+}
+make_venv() {
+  if [ ! -x "$1/bin/python" ]; then
+    echo "install.sh: creating the virtual environment $1" >&2
+    "$PY" -m venv "$1" || { echo "install.sh: '$PY -m venv' failed; on Debian/Ubuntu install python3-venv (apt-get install python3-venv) and run again" >&2; exit 1; }
+  fi
+  PY="$1/bin/python"
+}
+if [ -n "${VENV:-}" ]; then
+  make_venv "$VENV"
+elif ! in_venv "$PY" && externally_managed "$PY"; then
+  echo "install.sh: $PY is externally managed (PEP 668): installing into ./.venv" >&2
+  make_venv .venv
+fi
+if in_venv "$PY"; then
+  echo "install.sh: installing into the virtual environment $("$PY" -c 'import sys; print(sys.prefix)'); activate it (source <venv>/bin/activate) to run dialeval" >&2
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true >/dev/null 2>&1; then SUDO="sudo -n"; else SUDO="none"; fi
+fi
 
 # --- Debian packages -------------------------------------------------------------------
 APT_PACKAGES=(wordnet-base wordnet-sense-index cmake g++ zlib1g-dev libbz2-dev liblzma-dev libboost-program-options-dev libboost-system-dev libboost-thread-dev libboost-test-dev chromium)
@@ -12,7 +48,13 @@ if [ ${#APT_PACKAGES[@]} -gt 0 ]; then
   missing=()
   for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   if [ ${#missing[@]} -gt 0 ]; then
-    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+    if [ "$SUDO" = "none" ]; then
+      echo "install.sh: missing Debian packages and no root (sudo would ask for a password): as root run" >&2
+      echo "  apt-get install -y ${missing[*]}" >&2
+      [ "${SKIP_APT:-0}" = "1" ] || { echo "install.sh: then run this script again (or SKIP_APT=1 to go on without them)" >&2; exit 1; }
+    else
+      $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
   fi
 fi
 

@@ -45,6 +45,7 @@ def dstc6_systems(names: list[str]):
 
 def options(args) -> dict:
     return {k: v for k, v in {"word_vectors": args.word_vectors, "vector_case": args.vector_case,
+                              "embedding_rules": args.embedding_rules,
                               "sentence_model": args.sentence_model}.items() if v is not None}
 
 
@@ -167,7 +168,8 @@ def main(argv=None) -> int:
         p = sub.add_parser(mode)
         p.add_argument("--metrics", default="emb_average,emb_extrema,emb_greedy,sent_cosine")
         p.add_argument("--word-vectors")
-        p.add_argument("--vector-case", choices=["keep", "lower"])
+        p.add_argument("--vector-case", choices=["auto", "keep", "lower"])
+        p.add_argument("--embedding-rules", choices=["dialeval", "nlgeval"])
         p.add_argument("--sentence-model")
         if mode == "speed":
             p.add_argument("--system", default="S_1")

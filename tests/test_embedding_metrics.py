@@ -48,8 +48,36 @@ def test_average_is_normalised_sum(vecfile):
 
 def test_out_of_vocabulary_word_gets_the_mean_vector(vecfile):
     mean = np.mean(list(VECS.values()), axis=0)
-    out = EmbeddingAverage(word_vectors=vecfile).compute(Batch(["zzz"], [["c"]]))
+    # nlg-eval: even a text of unknown words only is the mean vector.
+    out = EmbeddingAverage(word_vectors=vecfile, embedding_rules="nlgeval").compute(Batch(["zzz"], [["c"]]))
     assert out.sentence[0] == pytest.approx(cos(mean, VECS["c"]), abs=1e-6)
+    # dialeval rules: inside a partly known text an unknown word is the mean vector too.
+    out = EmbeddingAverage(word_vectors=vecfile).compute(Batch(["zzz a"], [["c"]]))
+    assert out.sentence[0] == pytest.approx(cos(mean + np.array(VECS["a"]), VECS["c"]), abs=1e-6)
+
+
+@pytest.mark.parametrize("cls", [EmbeddingAverage, VectorExtrema, GreedyMatching])
+def test_a_side_without_known_words_is_nan_with_a_warning(vecfile, cls):
+    from dialeval.errors import DialevalWarning
+
+    batch = Batch(["zzz yyy", "a", "a b"], [["qqq"], ["zzz"], ["zzz", "b"]])
+    with pytest.warns(DialevalWarning, match="2 sample"):
+        out = cls(word_vectors=vecfile).compute(batch)
+    assert math.isnan(out.sentence[0]) and math.isnan(out.sentence[1])
+    # Sample 3 keeps the reference that has a known word.
+    alone = cls(word_vectors=vecfile).compute(Batch(["a b"], [["b"]]))
+    assert out.sentence[2] == pytest.approx(alone.sentence[0], abs=1e-6)
+    # nlg-eval's rule: two texts of unknown words are both the mean vector, cosine 1.
+    nlg = cls(word_vectors=vecfile, embedding_rules="nlgeval").compute(batch)
+    assert nlg.sentence[0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_out_of_vocabulary_rate_is_reported(vecfile):
+    from dialeval.errors import DialevalWarning
+
+    # 5 tokens: a, zzz | b, c, yyy -> 2 unknown = 40.0%
+    with pytest.warns(DialevalWarning, match=r"40\.0% of 5 tokens out of vocabulary"):
+        EmbeddingAverage(word_vectors=vecfile).compute(Batch(["a zzz"], [["b c yyy"]]))
 
 
 def test_greedy_matches_both_directions(vecfile):
@@ -82,12 +110,28 @@ def test_empty_hypothesis_and_no_references_give_nan(vecfile):
 
 
 def test_vector_case_option(vecfile):
-    keep = EmbeddingAverage(word_vectors=vecfile).compute(Batch(["Hello"], [["hello"]]))
-    lower = EmbeddingAverage(word_vectors=vecfile, vector_case="lower").compute(Batch(["Hello"], [["hello"]]))
+    batch = Batch(["Hello"], [["hello"]])
+    keep = EmbeddingAverage(word_vectors=vecfile, vector_case="keep", embedding_rules="nlgeval").compute(batch)
+    lower = EmbeddingAverage(word_vectors=vecfile, vector_case="lower").compute(batch)
     assert lower.sentence[0] == pytest.approx(1.0, abs=1e-6)
     mean = np.mean(list(VECS.values()), axis=0)                     # "Hello" is unknown when case is kept
     assert keep.sentence[0] == pytest.approx(cos(mean, VECS["hello"]), abs=1e-6)
     assert "case:lower" in str(lower.signature) and "case:keep" in str(keep.signature)
+
+
+def test_case_follows_the_vectors(vecfile, tmp_path):
+    # VECS has no uppercase word: auto lowercases, and says so in the signature.
+    auto = EmbeddingAverage(word_vectors=vecfile)
+    assert auto.compute(Batch(["Hello"], [["hello"]])).sentence[0] == pytest.approx(1.0, abs=1e-6)
+    assert "case:auto-lower" in str(auto.signature())
+    # A vocabulary with an uppercase entry keeps case: "Hello" and "hello" are different rows.
+    cased = tmp_path / "cased.txt"
+    cased.write_text("hello 0 1 1\nHello 1 0 0\n", encoding="utf-8")
+    metric = EmbeddingAverage(word_vectors=str(cased))
+    assert metric.compute(Batch(["Hello"], [["hello"]])).sentence[0] == pytest.approx(0.0, abs=1e-6)
+    assert "case:auto-keep" in str(metric.signature())
+    # nlg-eval compatibility keeps case whatever the vocabulary.
+    assert "case:keep" in str(EmbeddingAverage(word_vectors=vecfile, embedding_rules="nlgeval").signature())
 
 
 def test_nltk_tokenisation_splits_placeholders_and_contractions(vecfile):
@@ -122,7 +166,8 @@ def test_parity_with_nlgeval_on_dstc6():
         hyps = need(DATA / "dstc6-eval" / "hypotheses" / f"{system}.txt").read_text(encoding="utf-8").split("\n")[:-1]
         records += [{"response": h.strip(), "references": [r[i] for r in refs], "system": system}
                     for i, h in enumerate(hyps)]
-    result = score(records, list(NLGEVAL_NAMES), word_vectors=vectors, progress=False)
+    result = score(records, list(NLGEVAL_NAMES), word_vectors=vectors, embedding_rules="nlgeval",
+                   progress=False)
     systems = np.array([r["system"] for r in records])
     for system in ("S_1", "S_5", "S_20"):
         for name, key in NLGEVAL_NAMES.items():

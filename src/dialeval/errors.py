@@ -28,3 +28,8 @@ class InputError(DialevalError):
             where.append(f"field '{self.field}'")
         prefix = ": ".join(where)
         return f"{prefix}: {self.message}" if prefix else self.message
+
+
+class DialevalWarning(UserWarning):
+    """Something a user should know about a result that is still computed (out-of-vocabulary
+    words, samples left unscored); the CLI prints it as one `dialeval: warning:` line."""

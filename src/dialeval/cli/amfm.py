@@ -20,7 +20,7 @@ def _corpus_arguments(p) -> None:
                    help="bag-of-words term weighting for LSI (default tf: raw counts)")
     p.add_argument("--lsi-sentences", type=int, default=10000,
                    help="random sentences the SVD is trained on (default 10000, the paper's; 0: all)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
 def read_sentences(paths: list[str], fmt: str | None) -> list[str]:
@@ -123,6 +123,9 @@ def cmd_sweep(args) -> int:
         print("wrote " + ", ".join(write_outputs(args.output, rows, summaries)))
         return 0
     samples, order, human = load_eval_set(args)
+    from dialeval.metrics.amfm.sweep import check_systems
+
+    check_systems(order)
     hyps = [s.response for s in samples]
     refs = [s.references for s in samples]
     systems = [s.system for s in samples]
@@ -148,10 +151,16 @@ def cmd_sweep(args) -> int:
                              lam=args.amfm_lambda, lambdas=lambdas, cv=args.cv, k=args.k, seed=args.seed)
         rows += r
         summaries.append(summary)
+    from dialeval.data.writers import json_value
+
+    if not any(r["pearson"] == r["pearson"] for r in rows):
+        print("dialeval: warning: every correlation is undefined (constant metric or human "
+              "system means); the curves are empty", file=sys.stderr)
     paths = write_outputs(args.output, rows, summaries)
     for s in summaries:
-        print(json.dumps({k: s[k] for k in ("training", "dims", "order", "am", "fm", "amfm_fixed_lambda",
-                                            "amfm_cv_lambda", "amfm_cv_dims_order_lambda", "best_in_sample")},
+        print(json.dumps(json_value({k: s[k] for k in ("training", "dims", "order", "am", "fm",
+                                                       "amfm_fixed_lambda", "amfm_cv_lambda",
+                                                       "amfm_cv_dims_order_lambda", "best_in_sample")}),
                          default=str))
     print("wrote " + ", ".join(paths))
     return 0
@@ -172,7 +181,8 @@ def add_commands(sub) -> None:
                         "other folds' references (no human score used)")
     p.add_argument("--dims-grid", help="comma-separated L values (default: log grid 5..2500)")
     p.add_argument("--orders", default="1,2,3,4", help="n-gram orders (default 1,2,3,4)")
-    p.add_argument("--lambdas", default=",".join(f"{0.1 * i:.1f}" for i in range(11)))
+    p.add_argument("--lambdas", default=",".join(f"{0.1 * i:.1f}" for i in range(11)),
+                   help="lambda values of the AM-FM curve (default 0.0,0.1,...,1.0)")
     p.add_argument("--dims", type=int, default=10, help="L for the order and lambda curves (default 10)")
     p.add_argument("--order", type=int, default=2, help="n for the lambda curve (default 2)")
     p.add_argument("--amfm-lambda", dest="amfm_lambda", type=float, default=0.8,
@@ -182,6 +192,6 @@ def add_commands(sub) -> None:
     p.add_argument("--k", type=int, default=5, help="folds for --cv kfold")
     p.add_argument("--merge", nargs="+", metavar="DIR",
                    help="instead of computing, draw earlier sweep folders' curves together")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("-o", "--output", required=True, help="folder for amfm_sweep.csv, amfm_summary.json, PNGs")
     p.set_defaults(func=cmd_sweep)

@@ -9,29 +9,31 @@ import os
 def add_commands(sub) -> None:
     p = sub.add_parser("augment", help="augment queries: WordNet substitution or a conditional text generator")
     p.add_argument("input", help="JSONL of {\"query\", \"context\"} or a corpus (each dialogue's last turn is the query)")
-    p.add_argument("--method", required=True, choices=["wordnet", "ctg"])
+    p.add_argument("--method", required=True, choices=["wordnet", "ctg"],
+                   help="wordnet: synonym substitution; ctg: a conditional generator (--lm-model)")
     p.add_argument("-o", "--output", help="JSONL output (default: stdout)")
     p.add_argument("-k", type=int, default=4, help="augmented queries per query (default 4)")
     p.add_argument("--limit", type=int, help="first N queries only")
-    p.add_argument("--corpus-format", choices=["dailydialog", "jsonl", "text"])
+    p.add_argument("--corpus-format", choices=["dailydialog", "jsonl", "text"],
+                   help="format of a corpus INPUT (default: guessed)")
     p.add_argument("--lm-model", help="ctg: causal-LM folder from `dialeval train lm`")
     p.add_argument("--history-turns", type=int, default=1, help="ctg: history turns given to the generator")
     p.add_argument("--treebank", help="wordnet: UD English-EWT folder to train the POS tagger on first use")
     p.add_argument("--tagger", help="wordnet: POS tagger artifact folder (default: the user cache)")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="cpu", help="torch device for ctg (default cpu)")
     p.set_defaults(func=cmd_augment)
 
     p = sub.add_parser("diversity", help="n-gram entropy and distinct-n of groups of responses")
     p.add_argument("input", help="groups: CSV (Answer Group column), JSONL {\"responses\": [...]}, or text; "
                                  "with --system, the output of `dialeval augment`")
-    p.add_argument("--format", choices=["csv", "jsonl", "text"])
+    p.add_argument("--format", choices=["csv", "jsonl", "text"], help="input format (default: by extension)")
     p.add_argument("--group-size", type=int, help="text: every N lines form a group (default: blank-line separated)")
     p.add_argument("--encoding", help="input encoding (default: UTF-8, else cp1252)")
     p.add_argument("--system", help="module:function(context_turns, query) -> response, asked for every augmented query")
-    p.add_argument("--orders", default="1,2,3")
+    p.add_argument("--orders", default="1,2,3", help="n-gram orders, comma-separated (default 1,2,3)")
     p.add_argument("--keep-case", action="store_true", help="do not lower-case tokens")
     p.add_argument("-o", "--output", help="write the groups with their responses as JSONL")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     p.set_defaults(func=cmd_diversity)
 
 

@@ -19,10 +19,10 @@ def add_train_commands(subparsers) -> None:
     p.add_argument("--sentence-model", dest="sentence_model", metavar="DIR",
                    help="encoder to distill (default: all-MiniLM-L6-v2)")
     p.add_argument("--dim", type=int, default=300, help="word2vec dimension (default 300)")
-    p.add_argument("--window", type=int, default=5)
-    p.add_argument("--min-count", type=int, default=2)
-    p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--window", type=int, default=5, help="word2vec context window (default 5)")
+    p.add_argument("--min-count", type=int, default=2, help="ignore words seen fewer times (default 2)")
+    p.add_argument("--epochs", type=int, default=10, help="passes over the corpus (default 10)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--keep-case", action="store_true", help="do not lowercase the corpus")
     p.set_defaults(func=cmd_train_vectors)
 

@@ -14,20 +14,23 @@ def add_train_commands(train_sub) -> None:
     p.add_argument("-o", "--output", required=True, help="model folder to write")
     p.add_argument("--init", help="fine-tune this causal-LM checkpoint folder instead of training from scratch")
     p.add_argument("--reference-corpus", help="pairs for the normalisation bounds (default: a held-out share)")
-    p.add_argument("--epochs", type=float, default=1.0)
+    p.add_argument("--epochs", type=float, default=1.0, help="passes over the training pairs (default 1)")
     p.add_argument("--max-steps", type=int, help="stop after this many optimiser steps")
     p.add_argument("--max-minutes", type=float, help="stop after this many minutes of training")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=int, default=32, help="sequences per optimiser step (default 32)")
     p.add_argument("--lr", type=float, help="peak learning rate (default 1e-3 from scratch, 5e-5 with --init)")
-    p.add_argument("--vocab-size", type=int, default=5000)
-    p.add_argument("--layers", type=int, default=3)
-    p.add_argument("--dim", type=int, default=160)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--context-length", type=int, default=128)
-    p.add_argument("--reference-pairs", type=int, default=2000)
-    p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--vocab-size", type=int, default=5000, help="BPE vocabulary size (default 5000)")
+    p.add_argument("--layers", type=int, default=3, help="transformer layers (default 3)")
+    p.add_argument("--dim", type=int, default=160, help="hidden size (default 160)")
+    p.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
+    p.add_argument("--context-length", type=int, default=128, help="tokens per sequence (default 128)")
+    p.add_argument("--reference-pairs", type=int, default=2000,
+                   help="held-out pairs scored for the normalisation bounds (default 2000; at most a tenth of the corpus)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads (default: $OMP_NUM_THREADS, else the idle cores: cores minus "
+                   "the 1-minute load average, at least 1)")
+    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--eval-corpus", help="report per-token perplexity on this corpus's pairs after training")
     p.set_defaults(func=cmd_train_lm)
 
@@ -52,6 +55,8 @@ def cmd_train_lm(args) -> int:
         lm = load_lm(args.output, args.device)
         info["eval_perplexity"] = perplexity(lm, pairs(read_corpus(args.eval_corpus)))
         info["eval_corpus"] = args.eval_corpus
-    print(json.dumps({k: info[k] for k in ("parameters", "steps", "stopped_by", "train_seconds", "train_cpu_seconds",
-                                            "reference_perplexity", "eval_perplexity") if k in info}))
+    from dialeval.data.writers import json_value
+
+    print(json.dumps(json_value({k: info[k] for k in ("parameters", "steps", "stopped_by", "train_seconds", "train_cpu_seconds",
+                                            "reference_perplexity", "eval_perplexity") if k in info})))
     return 0

@@ -35,6 +35,28 @@ CLI_EXTENSIONS: list[str] = [
 ]
 
 
+DESCRIPTION = """\
+dialeval: automatic evaluation of dialogue responses, and how well each metric agrees with
+human judgments.
+
+Score responses with word-overlap (BLEU, METEOR, ROUGE-L, CIDEr), embedding, AM-FM and
+language-model metrics; correlate the scores with human ratings at turn, dialogue or system
+level (with confidence intervals and significance tests); measure how much the humans agree;
+train the model-based metrics on your own corpus. Everything runs offline."""
+
+EPILOG = """\
+examples:
+  dialeval score samples.jsonl --metrics bleu4,meteor,rouge_l -o scores.jsonl
+  dialeval score --hyp system.txt --ref refs1.txt --ref refs2.txt
+  dialeval correlate scores.jsonl --human overall
+  dialeval datasets                      # the public human-rated sets it can load
+  dialeval evaluate usr-tc ../shared/data/usr --metrics bleu2,rouge_l
+  dialeval metrics                       # every metric and its options
+
+`dialeval COMMAND --help` describes a command's options. Input errors are reported on one
+line (file:line: field) with exit status 2."""
+
+
 def _split_metrics(text: str) -> list[str]:
     names = [m.strip() for m in text.split(",") if m.strip()]
     if not names:
@@ -67,11 +89,12 @@ def load_input(args) -> list:
     return list(input_source(args).samples())
 
 
-def system_table(result, table_format: str = "plain") -> str:
-    """Per-system corpus values (kept here for old imports; see `dialeval.report.tables`)."""
+def system_table(result, table_format: str = "plain", width: int | None = None) -> str:
+    """Per-system corpus values (the table lives in `dialeval.report.tables`; transposed when
+    too wide for the terminal and there are more metrics than systems)."""
     from dialeval.report.tables import system_table as _system_table
 
-    return _system_table(result, table_format)
+    return _system_table(result, table_format, width=width)
 
 
 def cmd_score(args) -> int:
@@ -198,6 +221,11 @@ def add_score_parser(sub) -> argparse.ArgumentParser:
                         "`report` need to recompute corpus scores on resamples")
     p.add_argument("--table-format", default="plain", choices=["plain", "markdown", "latex", "csv"],
                    help="table format (--format names the input format here)")
+
+
+    p.add_argument("--report", help="also write the aggregate report: .json, or a markdown table otherwise")
+    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"],
+                   help="table style (default plain)")
     add_scoring_flags(p)
     p.set_defaults(func=cmd_score)
     return p
@@ -206,12 +234,13 @@ def add_score_parser(sub) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     import importlib
 
-    parser = argparse.ArgumentParser(prog="dialeval", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="dialeval", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"dialeval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     add_score_parser(sub)
     p = sub.add_parser("metrics", help="list metrics and their options")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=cmd_metrics)
     train = sub.add_parser("train", help="train a model-based metric's artifact")
     train_sub = train.add_subparsers(dest="what", required=True)
@@ -251,13 +280,22 @@ def _unknown_arguments(parser: argparse.ArgumentParser, args, extra: list[str]) 
     return 2
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Library warnings reach a CLI user as one `dialeval: warning:` line (no source lines)."""
+    print(f"dialeval: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
         return _unknown_arguments(parser, args, extra)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.func(args)
     except DialevalError as exc:
         print(f"dialeval: error: {exc}", file=sys.stderr)
         return 2

@@ -86,9 +86,12 @@ def _analyse(args, rows: list[dict], quality: str, levels: list[str], metrics=No
                             n_boot=args.n_boot, seed=args.seed, warn=_warn)
     comps = []
     if args.compare and len(values) > 1:
+        # The comparison uses --compare-method, else the first --method, so that
+        # `--method spearman` compares Spearman correlations.
+        compare_method = args.compare_method or _methods(args.method)[0]
         for level in levels:
             comps += comparison_rows(values, human, quality=quality, level=level,
-                                     method=args.compare_method, dialogues=dialogues,
+                                     method=compare_method, dialogues=dialogues,
                                      systems=systems, n_boot=args.n_boot, seed=args.seed)
     return values, human, corr, comps
 
@@ -98,7 +101,14 @@ def cmd_correlate(args) -> int:
 
     rows = read_scores(args.scores)
     levels = _levels(args.level, "turn")
-    values, human, corr, comps = _analyse(args, rows, args.human, levels, _names(args.metrics))
+    wanted = _names(args.metrics)
+    if wanted:
+        present = list(dict.fromkeys(m for r in rows for m in r["scores"]))
+        missing = [m for m in wanted if m not in present]
+        if missing:
+            raise DialevalError(f"{args.scores} has no scores for {', '.join(missing)}; "
+                                f"it has {', '.join(present) or 'none'}")
+    values, human, corr, comps = _analyse(args, rows, args.human, levels, wanted)
     plots = []
     if args.plot:
         plots = _correlate_plots(args, rows, values, human, levels)
@@ -172,6 +182,21 @@ def _metric_options(args) -> dict:
     return options
 
 
+def _check_scored(result, dataset) -> None:
+    """A metric with no value on any sample (a reference-based metric on a set without
+    references) cannot be correlated: a warning naming it, or an error when no metric has one."""
+    import numpy as np
+
+    empty = [m for m in result.metrics if not np.isfinite(result.sentence[m]).any()]
+    if not empty:
+        return
+    has_refs = any(s.references for s in dataset.samples)
+    why = "" if has_refs else f" ({dataset.info.name} has no references; choose metrics that need none)"
+    if len(empty) == len(result.metrics):
+        raise DialevalError(f"{', '.join(empty)}: no value on any sample{why}")
+    _warn(f"{', '.join(empty)}: no value on any sample{why}; their rows are n/a")
+
+
 def cmd_evaluate(args) -> int:
     from dialeval.data.datasets import load_dataset
     from dialeval.data.writers import write_jsonl
@@ -182,8 +207,13 @@ def cmd_evaluate(args) -> int:
     if args.exclude_system:
         kwargs["exclude_systems"] = tuple(args.exclude_system)
     dataset = load_dataset(args.dataset, args.path, **kwargs)
+    if dataset.reference_systems and not args.keep_reference_systems:
+        print(f"dialeval: leaving out {', '.join(map(repr, dataset.reference_systems))}: its "
+              "response is the reference (--keep-reference-systems keeps it)", file=sys.stderr)
+        dataset = dataset.without_systems(dataset.reference_systems)
     result = score(dataset.samples, _names(args.metrics) or [], refs_mode=args.refs_mode,
                    tokenizer=args.tokenize, **_metric_options(args))
+    _check_scored(result, dataset)
     ev = evaluate_scored(dataset, result, qualities=_names(args.qualities),
                          levels=None if args.level is None else _levels(args.level, "turn"),
                          methods=_methods(args.method), compare_metrics=args.compare,
@@ -266,6 +296,8 @@ def _evaluation_report(args, ev) -> None:
 
 
 def cmd_agreement(args) -> int:
+    import numpy as np
+
     from dialeval.data.datasets import load_dataset
     from dialeval.data.writers import json_value
     from dialeval.meta.agreement import agreement, ratings_matrix
@@ -273,13 +305,26 @@ def cmd_agreement(args) -> int:
     kwargs = {"exclude_systems": tuple(args.exclude_system)} if args.exclude_system else {}
     dataset = load_dataset(args.dataset, args.path, **kwargs)
     qualities = _names(args.qualities) or list(dataset.info.qualities)
+    unknown = [q for q in qualities if q not in dataset.info.qualities]
+    if unknown:
+        raise DialevalError(f"{dataset.info.name} has no quality {unknown[0]!r}; choose from "
+                            f"{', '.join(dataset.info.qualities)}")
     rows = []
     for q in qualities:
         m = ratings_matrix(dataset.samples, q)
+        if not np.isfinite(m).any():
+            raise DialevalError(
+                f"{dataset.info.name} publishes no per-annotator {q!r} ratings"
+                + (" (only system-level means)" if dataset.system_ratings else "")
+                + "; agreement needs each rater's scores")
         if m.shape[1] < 2:
             _warn(f"{q}: at most one rating per item (only means published); no agreement")
-        rows.append(agreement(m, q, method=args.method, n_rep=args.n_rep, seed=args.seed,
-                              drop_below=args.drop_below).to_dict())
+        row = agreement(m, q, method=args.method, n_rep=args.n_rep, seed=args.seed,
+                        drop_below=args.drop_below).to_dict()
+        if args.drop_below is not None and row["raters"] == 0:
+            raise DialevalError(f"{q}: --drop-below {args.drop_below:g} drops every rater "
+                                f"(mean pairwise kappas {_rater_kappas(m)}); give a lower threshold")
+        rows.append(row)
     if args.json:
         print(json.dumps(json_value({"dataset": dataset.info.name, "agreement": rows})))
         return 0
@@ -297,10 +342,55 @@ def cmd_agreement(args) -> int:
     return 0
 
 
+def _rater_kappas(matrix) -> str:
+    from dialeval.meta.agreement import rater_mean_kappa
+
+    return ", ".join(_fmt(float(v), 3) for v in rater_mean_kappa(matrix))
+
+
+def _describe_text(d: dict) -> str:
+    refs = d["references"]
+    if refs["samples_with"] == 0:
+        ref_text = "none (reference-based metrics give no value)"
+    else:
+        span = str(refs["min"]) if refs["min"] == refs["max"] else f"{refs['min']}-{refs['max']}"
+        ref_text = f"{refs['samples_with']} of {d['samples']} samples, {span} per sample"
+    lines = [f"{d['name']}: {d['description']}",
+             f"  samples: {d['samples']}   level: {d['level']}   human scores: {d['human_scores']}",
+             f"  references: {ref_text}"]
+    if d["reference_systems"]:
+        lines.append(f"  reference systems (left out by `evaluate`): {', '.join(d['reference_systems'])}")
+    lines.append("  qualities:")
+    for q, v in d["qualities"].items():
+        scale = "-".join(f"{x:g}" for x in v["scale"]) if v["scale"] else "?"
+        lines.append(f"    {q} [{scale}]: {v['description']}")
+    systems = d["systems"]
+    lines.append(f"  systems ({len(systems)}): " + (", ".join(f"{k} ({n})" for k, n in systems.items())
+                                                    or "none named"))
+    return "\n".join(lines)
+
+
 def cmd_datasets(args) -> int:
-    from dialeval.data.datasets import list_datasets
+    import os
+
+    from dialeval.data.datasets import get_spec, list_datasets, load_dataset
 
     specs = list_datasets()
+    if args.name:
+        specs = [get_spec(args.name)]
+    if args.path or args.data_root:
+        described = []
+        for s in specs:
+            folder = args.path if args.path else os.path.join(args.data_root, s.folder)
+            if not args.path and not os.path.isdir(folder):
+                _warn(f"{s.name}: no folder {folder}")
+                continue
+            described.append(load_dataset(s.name, folder).describe())
+        if args.json:
+            print(json.dumps(described, ensure_ascii=False))
+        else:
+            print("\n\n".join(_describe_text(d) for d in described))
+        return 0
     if args.json:
         print(json.dumps([{"name": s.name, "folder": s.folder, "description": s.description}
                           for s in specs]))
@@ -308,18 +398,20 @@ def cmd_datasets(args) -> int:
     width = max(len(s.name) for s in specs)
     for s in specs:
         print(f"{s.name.ljust(width)}  {s.description}  (folder: {s.folder})")
+    print("\nqualities, scales, references and systems: dialeval datasets NAME PATH, or "
+          "dialeval datasets --data-root DIR for all")
     return 0
 
 
 def _stats_arguments(p, *, compare_default: bool) -> None:
     p.add_argument("--method", default=None, help="correlations, comma-separated "
                    "(default: pearson,spearman,kendall)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (0: no CI)")
+    p.add_argument("--n-boot", type=count(0), default=1000, help="bootstrap resamples (0: no CI)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--compare", action=argparse_bool(), default=compare_default,
                    help="test every pair of metrics (Williams + paired bootstrap)")
-    p.add_argument("--compare-method", default="pearson",
-                   choices=["pearson", "spearman", "kendall"])
+    p.add_argument("--compare-method", default=None, choices=["pearson", "spearman", "kendall"],
+                   help="correlation the pairwise comparison tests (default: the first --method)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
     add_table_format(p)
 
@@ -331,6 +423,23 @@ def add_table_format(p, *, alias: bool = True) -> None:
     names = ["--table-format", "--format"] if alias else ["--table-format"]
     p.add_argument(*names, dest="table_format", default="plain", choices=TABLE_FORMATS,
                    help="table format: plain, markdown, latex (a booktabs tabular) or csv")
+
+
+def count(minimum: int):
+    """argparse type: an integer no smaller than `minimum` (a negative resample count is
+    refused at parse time, with argparse's usage line and exit status 2)."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
 
 
 def argparse_bool():
@@ -358,7 +467,10 @@ def add_commands(sub) -> None:
     p.add_argument("--level", default=None, help="turn, dialogue, system or all "
                    "(default: the data set's level)")
     p.add_argument("--exclude-system", action="append",
-                   help="leave out a system's responses (e.g. 'Original Ground Truth' for usr-*)")
+                   help="leave out a system's responses (repeatable)")
+    p.add_argument("--keep-reference-systems", action="store_true",
+                   help="keep systems whose response is the reference (usr-*'s 'Original Ground "
+                   "Truth'), left out by default")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="metric option by its Python name (the same as its --flag)")
     from .options import add_scoring_flags
@@ -375,19 +487,25 @@ def add_commands(sub) -> None:
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("agreement", help="human agreement per quality of a public data set")
-    p.add_argument("dataset")
-    p.add_argument("path")
-    p.add_argument("--qualities")
-    p.add_argument("--method", default="spearman", choices=["pearson", "spearman", "kendall"])
-    p.add_argument("--n-rep", type=int, default=100, help="random splits for split-half")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("dataset", help="data set name (`dialeval datasets` lists them)")
+    p.add_argument("path", help="the data set's folder")
+    p.add_argument("--qualities", help="comma-separated subset of the data set's qualities")
+    p.add_argument("--method", default="spearman", choices=["pearson", "spearman", "kendall"],
+                   help="correlation for split-half and leave-one-out (default spearman)")
+    p.add_argument("--n-rep", type=count(1), default=100, help="random splits for split-half")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random splits (default 0)")
     p.add_argument("--exclude-system", action="append", help="leave out a system's responses")
     p.add_argument("--drop-below", type=float, default=None,
                    help="drop raters whose mean pairwise kappa is below this (nlg-eval paper: 0.1)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     add_table_format(p)
     p.set_defaults(func=cmd_agreement)
 
-    p = sub.add_parser("datasets", help="list the public data set loaders")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("datasets", help="list the public data set loaders; with a folder, "
+                       "describe a set's references, qualities, scales, level and systems")
+    p.add_argument("name", nargs="?", help="one data set to list or describe")
+    p.add_argument("path", nargs="?", help="its folder: load it and describe it")
+    p.add_argument("--data-root", metavar="DIR",
+                   help="folder holding every set's folder (e.g. ../shared/data): describe them all")
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=cmd_datasets)

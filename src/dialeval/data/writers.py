@@ -10,14 +10,29 @@ import tempfile
 from typing import Any, Iterable, Iterator
 
 
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it; there is no getter)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode `open(path, "w")` would give a new file: 0o666 less the umask. `mkstemp`
+    creates 0o600 whatever the umask, so files renamed from it get this mode explicitly."""
+    return 0o666 & ~current_umask()
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator[Any]:
-    """Open a temporary file beside `path`; rename it over `path` only if the block succeeds."""
+    """Open a temporary file beside `path`; rename it over `path` only if the block succeeds.
+    The file ends with the mode a plain `open` would give it (the umask is honoured)."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + os.path.basename(path), dir=directory)
     try:
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as handle:
             yield handle
         os.replace(tmp, path)

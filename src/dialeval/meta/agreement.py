@@ -163,6 +163,8 @@ def fleiss_kappa(matrix: np.ndarray | None = None, *, counts: np.ndarray | None 
             raise DialevalError("fleiss_kappa needs a ratings matrix or a count table")
         m = np.asarray(matrix, dtype=float)
         cats = _categories(m)
+        if cats.size == 0:   # nobody rated anything
+            return math.nan
         counts = np.stack([(m == c).sum(axis=1) for c in cats], axis=1).astype(float)
     counts = np.asarray(counts, dtype=float)
     n_i = counts.sum(axis=1)

@@ -109,6 +109,8 @@ def group_means(values: np.ndarray, keys: Sequence) -> tuple[list, np.ndarray]:
     for i, k in enumerate(keys):
         codes[i] = order.setdefault(k, len(order))
     values = np.asarray(values, dtype=float)
+    if not order:   # nothing to group: an empty result of the right shape
+        return [], np.empty(values.shape[:-1] + (0,))
     counts = np.bincount(codes, minlength=len(order))
     flat = values.reshape(-1, values.shape[-1])
     sums = np.stack([np.bincount(codes, weights=row, minlength=len(order)) for row in flat])
@@ -220,6 +222,8 @@ def correlate(metric: Sequence[float], human: Sequence[float], methods: Sequence
     percentile bootstrap CI (`n_boot=0` skips it). Warns when the level has < 5 points."""
     for m in methods:
         _check_method(m)
+    if n_boot < 0:
+        raise DialevalError(f"n_boot must be 0 (no CI) or more, got {n_boot}")
     x, y, _ = level_points(metric, human, level, dialogues=dialogues, systems=systems)
     if len(x) < MIN_POINTS:
         warnings.warn(f"{level}-level correlation over only {len(x)} points", FewPointsWarning,

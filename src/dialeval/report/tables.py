@@ -115,7 +115,7 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str 
 
 # --- the tables the commands print -----------------------------------------------------------
 
-def system_table(result, fmt: str = "plain") -> str:
+def system_table(result, fmt: str = "plain", width: int | None = None) -> str:
     """Per-system corpus values of a ScoreResult or a streamed run's summary (which carries
     `counts` instead of the samples), and an `(all)` row for several systems."""
     header = ["system", "n"] + list(result.metrics)
@@ -128,7 +128,20 @@ def system_table(result, fmt: str = "plain") -> str:
             for system, vals in result.systems.items()]
     if len(rows) > 1:
         rows.append(["(all)", sum(counts.values())] + [result.corpus[m] for m in result.metrics])
-    return format_table(header, rows, fmt=fmt)
+    table = format_table(header, rows, fmt=fmt)
+    if fmt == "plain":
+        # a row per metric and a column per system stays readable with many metrics
+        import shutil
+
+        if width is None:
+            width = shutil.get_terminal_size((120, 24)).columns
+        too_wide = max(len(line) for line in table.splitlines()) > width
+        if too_wide and len(result.metrics) > len(rows):
+            t_header = ["metric"] + [str(r[0]) for r in rows]
+            t_rows = [["n"] + [r[1] for r in rows]]
+            t_rows += [[m] + [r[2 + k] for r in rows] for k, m in enumerate(result.metrics)]
+            return format_table(t_header, t_rows, fmt=fmt)
+    return table
 
 
 def correlation_table(rows: Sequence[dict], fmt: str = "plain") -> str:

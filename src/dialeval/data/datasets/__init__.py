@@ -34,15 +34,45 @@ class DatasetSpec:
         module = importlib.import_module(f"{__name__}.{module_name}")
         if not os.path.isdir(path):
             raise DialevalError(f"{path}: not a folder (give the {self.folder} data set's folder)")
-        dataset = getattr(module, func)(path, **{**self.kwargs, **options})
+        try:
+            dataset = getattr(module, func)(path, **{**self.kwargs, **options})
+        except DialevalError:
+            raise
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+            # The loaders read the published layout; a file edited or truncated into another
+            # shape surfaces here as a lookup on a missing or wrongly typed field.
+            raise DialevalError(f"{path}: not the {self.name} data set's layout ({_describe(exc)}); "
+                                f"is this an unmodified copy of {self.folder}?") from None
+        _check_loaded(self.name, path, dataset)
         if exclude_systems:
-            unknown = set(exclude_systems) - {s.system for s in dataset.samples}
+            known = dataset.systems() or list(dataset.system_ratings)
+            unknown = [s for s in exclude_systems if s not in known]
             if unknown:
-                raise DialevalError(f"{self.name} has no system {sorted(unknown)[0]!r}")
-            dataset.samples = [s for s in dataset.samples if s.system not in set(exclude_systems)]
-            dataset.system_ratings = {k: v for k, v in dataset.system_ratings.items()
-                                      if k not in set(exclude_systems)}
+                raise DialevalError(f"{self.name} has no system {unknown[0]!r}; its systems: "
+                                    + (", ".join(repr(k) for k in known) or "none (no system names)"))
+            dataset = dataset.without_systems(exclude_systems)
         return dataset
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc).replace("\n", " ")
+    if isinstance(exc, KeyError):
+        return f"missing field {text}"
+    return f"{type(exc).__name__}: {text[:120]}"
+
+
+def _check_loaded(name: str, path, dataset: Dataset) -> None:
+    """Every sample a loader returns has the types the metrics rely on (a mutated file can
+    put a number where a text belongs without the loader noticing)."""
+    for s in dataset.samples:
+        ok = (isinstance(s.response, str) and isinstance(s.references, list)
+              and all(isinstance(r, str) for r in s.references)
+              and isinstance(s.context, list) and all(isinstance(c, str) for c in s.context)
+              and (s.system is None or isinstance(s.system, str))
+              and all(isinstance(v, float) for vs in s.ratings.values() for v in vs))
+        if not ok:
+            raise DialevalError(f"{path}: sample {s.id} of {name} has a field of the wrong type "
+                                "(texts must be strings, ratings numbers); is this an unmodified copy?")
 
 
 _SPECS = [

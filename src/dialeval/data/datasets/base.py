@@ -36,6 +36,41 @@ class Dataset:
     samples: list[Sample]
     # Human scores given only per system (DSTC6): system -> quality -> mean rating.
     system_ratings: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Systems whose response *is* the reference (USR's "Original Ground Truth"): a
+    # reference-based metric scores them against themselves, so `dialeval evaluate` leaves
+    # them out unless asked to keep them.
+    reference_systems: tuple[str, ...] = ()
+
+    def systems(self) -> list[str]:
+        """System names in order of first appearance."""
+        return list(dict.fromkeys(s.system for s in self.samples if s.system is not None))
+
+    def describe(self) -> dict[str, Any]:
+        """What a user needs before scoring: size, level, references, qualities with their
+        scales, systems (with sample counts) and whether human scores are per sample."""
+        n_refs = [len(s.references) for s in self.samples]
+        systems: dict[str, int] = {}
+        for s in self.samples:
+            if s.system is not None:
+                systems[s.system] = systems.get(s.system, 0) + 1
+        return {
+            "name": self.info.name, "description": self.info.description,
+            "samples": len(self.samples), "level": self.info.level,
+            "references": {"samples_with": sum(1 for k in n_refs if k),
+                           "min": min(n_refs, default=0), "max": max(n_refs, default=0)},
+            "qualities": {q: {"scale": list(self.info.scales.get(q, ())), "description": d}
+                          for q, d in self.info.qualities.items()},
+            "systems": systems,
+            "reference_systems": list(self.reference_systems),
+            "human_scores": "per system (means only)" if self.system_ratings else "per sample",
+        }
+
+    def without_systems(self, names) -> "Dataset":
+        """This data set without those systems' samples (and system-level ratings)."""
+        drop = set(names)
+        return Dataset(self.info, [s for s in self.samples if s.system not in drop],
+                       {k: v for k, v in self.system_ratings.items() if k not in drop},
+                       tuple(r for r in self.reference_systems if r not in drop))
 
 
 def snake(name: str) -> str:
@@ -77,8 +112,17 @@ def read_csv(path: str | os.PathLike, *, header: bool = True) -> list:
     text = read_text(path)
     reader = csv.DictReader(io.StringIO(text, newline="")) if header else csv.reader(io.StringIO(text, newline=""))
     rows = []
-    for row in reader:
-        rows.append((reader.line_num, row))
+    try:
+        for row in reader:
+            if header and (None in row or None in row.values()):
+                # DictReader pads a short row with None and files a long row's extra cells under
+                # the key None: either way the columns no longer line up.
+                count = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or [])
+                raise InputError(f"has {count} fields, the header has {len(reader.fieldnames or [])}",
+                                 path=str(path), line=reader.line_num)
+            rows.append((reader.line_num, row))
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV: {exc}", path=str(path), line=reader.line_num) from None
     return rows
 
 

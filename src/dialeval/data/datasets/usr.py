@@ -3,9 +3,10 @@
 
 Quirks: the context is one string with turns joined by newlines (split here); the
 `Original Ground Truth` response doubles as the single reference for every response to the
-same context (the USR paper's setup), so the ground truth is scored against itself - leave it
-out (`load_dataset(..., exclude_systems=["Original Ground Truth"])`, CLI `--exclude-system`)
-for reference-based metrics, as the paper does.
+same context (the USR paper's setup), so the ground truth is scored against itself. The
+loader keeps it (human agreement uses all responses) and marks it in
+`Dataset.reference_systems`; `dialeval evaluate` leaves it out by default, as the paper does
+(`--keep-reference-systems` keeps it; `load_dataset(..., exclude_systems=[...])` in Python).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def load(path: str | os.PathLike, corpus: str = "tc") -> Dataset:
     info = DatasetInfo(name=name, qualities={q: d for q, (d, _) in QUALITIES.items()},
                        scales={q: s for q, (_, s) in QUALITIES.items()}, level="turn",
                        description=f"USR {what}; 3 annotators; reference = the original ground truth")
-    return Dataset(info, samples)
+    return Dataset(info, samples, reference_systems=(GROUND_TRUTH,))
 
 
 def load_unieval(path: str | os.PathLike) -> tuple[list[dict], list[dict]]:

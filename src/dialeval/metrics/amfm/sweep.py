@@ -22,6 +22,20 @@ PAPER_AMFM = 0.8907                                    # AM-FM, L=10, n=2, lambd
 CSV_FIELDS = ["training", "sweep", "dims", "order", "lambda", "pearson", "p_value"]
 
 
+MIN_SYSTEMS = 3
+
+
+def check_systems(order: Sequence[str]) -> None:
+    """The sweep correlates system means: with fewer than 3 systems a Pearson r is +-1 or
+    undefined, so every curve would be meaningless (or all NaN)."""
+    from ...errors import DialevalError
+
+    if len(order) < MIN_SYSTEMS:
+        raise DialevalError(f"the AM-FM sweep correlates system means and needs at least {MIN_SYSTEMS} "
+                            f"systems; the input has {len(order)}"
+                            + (f" ({', '.join(map(str, order))})" if order else ""))
+
+
 def _nearest(values: Sequence[int], want: int) -> int:
     return int(min(range(len(values)), key=lambda i: (abs(values[i] - want), values[i])))
 
@@ -30,6 +44,7 @@ def analyse(grid: Grid, label: str, systems: Sequence[str], order: Sequence[str]
             *, dims: int = 10, lm_order: int = 2, lam: float = 0.8, lambdas: Sequence[float] = LAMBDAS,
             cv: str = "loso", k: int = 5, seed: int = 0) -> tuple[list[dict], dict[str, Any]]:
     """Curve rows and a summary for one training substitute."""
+    check_systems(order)
     am_sys = system_means(grid.am, systems, order)      # (len(dims), S)
     fm_sys = system_means(grid.fm, systems, order)      # (len(orders), S)
     rows: list[dict] = []
@@ -80,7 +95,7 @@ def analyse(grid: Grid, label: str, systems: Sequence[str], order: Sequence[str]
 
 def write_outputs(out_dir: str, rows: list[dict], summaries: list[dict]) -> list[str]:
     """CSV, JSON summary and the three PNG curves, each written atomically."""
-    from ...data.writers import atomic_write
+    from ...data.writers import atomic_write, json_value
 
     os.makedirs(out_dir, exist_ok=True)
     buffer = io.StringIO()
@@ -93,7 +108,7 @@ def write_outputs(out_dir: str, rows: list[dict], summaries: list[dict]) -> list
     with atomic_write(paths[0]) as handle:
         handle.write(buffer.getvalue())
     with atomic_write(paths[1]) as handle:
-        json.dump(summaries, handle, indent=1, default=_jsonable)
+        json.dump(json_value(summaries), handle, indent=1, default=_jsonable)
     paths += plot(out_dir, rows)
     return paths
 

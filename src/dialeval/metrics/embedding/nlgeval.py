@@ -10,20 +10,36 @@ all of its references' tokens in one product. Arithmetic stays in float32, as nl
 
 A sentence with no tokens has no direction: its pairs score NaN (nlg-eval refuses such input),
 and a sample's score is the best over the references that could be scored.
+
+Two rules differ from nlg-eval by default, because nlg-eval's give silently wrong numbers
+(`embedding_rules="nlgeval"` restores nlg-eval's exactly; the parity tests use it):
+
+- case (`vector_case="auto"`): tokens are lowercased when the vocabulary holds no uppercase
+  entry (GloVe 6B, the default vectors), kept otherwise; nlg-eval keeps case, so "The" is an
+  unknown word for lowercase vectors. The signature records the rule and what it resolved to.
+- a side (hypothesis or reference) with no known word: nlg-eval gives it the mean vector, so
+  two texts of unknown words (Arabic, Chinese) score 1.0; here the pair scores NaN and a
+  warning counts such samples. Unknown words inside a partly known text still get the mean
+  vector, as in nlg-eval.
+
+Every batch reports its out-of-vocabulary rate (a `DialevalWarning`, printed once per set by
+the first embedding metric that encodes it).
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
 
-from ...errors import DialevalError
+from ...errors import DialevalError, DialevalWarning
 from ..base import Batch, Metric
 
-VECTOR_CASES = ("keep", "lower")
+VECTOR_CASES = ("auto", "keep", "lower")
+EMBEDDING_RULES = ("dialeval", "nlgeval")
 NLTK_WORD = "nltk-word"
 
 
@@ -88,6 +104,15 @@ class _Table:
         self.raw = np.vstack([np.asarray(vectors.matrix, dtype=np.float32), vectors.unk[None, :]])
         self.unk_row = len(self.raw) - 1
         self._unit = None
+        self._cased = None
+
+    @property
+    def cased(self) -> bool:
+        """Whether any vocabulary entry has an uppercase letter (else lookups are lowercased
+        under `vector_case="auto"`)."""
+        if self._cased is None:
+            self._cased = any(w != w.lower() for w in self.vectors.words)
+        return self._cased
 
     @property
     def unit(self) -> np.ndarray:
@@ -111,10 +136,12 @@ def _rowwise_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 class Encoded:
     """Every text of a batch as row ids into the table, concatenated, with segment offsets."""
 
-    def __init__(self, ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray):
+    def __init__(self, ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                 known: np.ndarray | None = None):
         self.ids = ids
         self.starts = starts
         self.lengths = lengths
+        self.known = lengths if known is None else known   # in-vocabulary tokens per text
 
     def segment(self, i: int) -> np.ndarray:
         return self.ids[self.starts[i]:self.starts[i] + self.lengths[i]]
@@ -126,20 +153,39 @@ class WordEmbeddingMetric(Metric):
     Options:
         word_vectors: GloVe / word2vec (text or binary) / fastText .vec file, or a trained vectors
             folder (default: the built default vectors)
-        vector_case: look words up as they are (keep, nlg-eval's rule) or lowercased (lower)
+        vector_case: how words are looked up: auto (lowercased when the vectors have no
+            uppercase word, else as they are), keep (as they are, nlg-eval's rule) or lower
+        embedding_rules: dialeval (a side with no known word scores NaN with a warning; case
+            auto) or nlgeval (nlg-eval exactly: unknown words get the mean vector everywhere,
+            case kept unless --vector-case says otherwise)
     """
 
     native_tokenizer = NLTK_WORD
     kind = ""
 
     def __init__(self, refs_mode: str = "multi", tokenizer: str | None = None,
-                 word_vectors: str | os.PathLike | None = None, vector_case: Literal["keep", "lower"] = "keep"):
+                 word_vectors: str | os.PathLike | None = None,
+                 vector_case: Literal["auto", "keep", "lower"] = "auto",
+                 embedding_rules: Literal["dialeval", "nlgeval"] = "dialeval"):
         super().__init__(refs_mode=refs_mode, tokenizer=tokenizer)
         if vector_case not in VECTOR_CASES:
             raise DialevalError(f"unknown vector case {vector_case!r}; choose from {', '.join(VECTOR_CASES)}")
+        if embedding_rules not in EMBEDDING_RULES:
+            raise DialevalError(f"unknown embedding rules {embedding_rules!r}; choose from "
+                                f"{', '.join(EMBEDDING_RULES)}")
         self.word_vectors = word_vectors
         self.vector_case = vector_case
+        self.embedding_rules = embedding_rules
         self._table: _Table | None = None
+
+    @property
+    def case(self) -> str:
+        """The case rule in force: keep or lower (auto resolved against the vocabulary)."""
+        if self.vector_case != "auto":
+            return self.vector_case
+        if self.embedding_rules == "nlgeval":
+            return "keep"
+        return "keep" if self.table.cased else "lower"
 
     @property
     def table(self) -> _Table:
@@ -154,13 +200,16 @@ class WordEmbeddingMetric(Metric):
     def signature_options(self) -> list[tuple[str, Any]]:
         vectors = self.table.vectors
         name = os.path.basename(os.path.normpath(vectors.source)) or "vectors"
+        case = f"auto-{self.case}" if self.vector_case == "auto" and self.embedding_rules != "nlgeval" \
+            else self.case
+        oov = "mean" if self.embedding_rules == "nlgeval" else "mean,none-known:nan"
         return [("vectors", f"{name}:{vectors.digest[:12]}"), ("dim", vectors.dim),
-                ("case", self.vector_case), ("oov", "mean"), ("dtype", "float32")]
+                ("case", case), ("oov", oov), ("rules", self.embedding_rules), ("dtype", "float32")]
 
     # -- shared, memoised per batch ---------------------------------------------------------
     def _key(self) -> tuple:
         vectors = self.table.vectors
-        return ("emb", self.tokenizer, self.vector_case, vectors.source, vectors.digest)
+        return ("emb", self.tokenizer, self.case, vectors.source, vectors.digest)
 
     def _ids(self, texts: list[str]) -> Encoded:
         """Row ids of every token of `texts`, in one pass over all tokens."""
@@ -168,7 +217,7 @@ class WordEmbeddingMetric(Metric):
 
         tokens = tokenize_texts(self.tokenizer, texts)
         flat = chain.from_iterable(tokens)
-        if self.vector_case == "lower":
+        if self.case == "lower":
             flat = map(str.lower, flat)
         lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
         get, unk = self.table.vectors.index.get, self.table.unk_row
@@ -176,7 +225,9 @@ class WordEmbeddingMetric(Metric):
         starts = np.zeros(len(lengths), dtype=np.int64)
         if len(lengths) > 1:
             np.cumsum(lengths[:-1], out=starts[1:])
-        return Encoded(ids, starts, lengths)
+        owner = np.repeat(np.arange(len(lengths)), lengths)
+        known = np.bincount(owner[ids != unk], minlength=len(lengths)).astype(np.int64)
+        return Encoded(ids, starts, lengths, known)
 
     def _encode(self, batch: Batch) -> tuple[Encoded, Encoded, np.ndarray]:
         """(hypotheses, references flattened, owner sample of each reference); shared by the three metrics."""
@@ -195,9 +246,41 @@ class WordEmbeddingMetric(Metric):
         return batch.memo(self._key() + (which,), build)
 
     # -- Metric interface -------------------------------------------------------------------
+    def _report_vocabulary(self, batch: Batch, hyp: Encoded, ref: Encoded) -> None:
+        """One out-of-vocabulary line per evaluated set (shared by the three metrics)."""
+        root = batch.root
+        if root.memo(("emb-oov-reported",) + self._key(), lambda: False):
+            return
+        root._memo[("emb-oov-reported",) + self._key()] = True
+        tokens = int(hyp.lengths.sum() + ref.lengths.sum())
+        if tokens == 0:
+            return
+        unknown = tokens - int(hyp.known.sum() + ref.known.sum())
+        if unknown == 0:
+            return
+        system = _system_of(root)
+        warnings.warn(f"word vectors: {unknown / tokens:.1%} of {tokens:,} tokens out of vocabulary"
+                      f" (case {self.case}{', ' + system if system else ''})", DialevalWarning,
+                      stacklevel=2)
+
     def multi_stats(self, batch: Batch) -> np.ndarray:
         hyp, ref, owner = self._encode(batch)
+        self._report_vocabulary(batch, hyp, ref)
         pair_scores = self.pair_scores(batch, hyp, ref, owner)
+        if self.embedding_rules != "nlgeval" and len(pair_scores):
+            blind = (hyp.known[owner] == 0) | (ref.known == 0)
+            blind &= (hyp.lengths[owner] > 0) & (ref.lengths > 0)
+            if blind.any():
+                pair_scores = np.where(blind, np.nan, pair_scores)
+                scored = np.zeros(len(batch), dtype=bool)
+                scored[owner[~np.isnan(pair_scores)]] = True
+                lost = np.zeros(len(batch), dtype=bool)
+                lost[owner[blind]] = True
+                lost &= ~scored
+                if lost.any():
+                    warnings.warn(f"{self.name}: {int(lost.sum())} sample(s) left unscored (NaN): the "
+                                  "response or every reference has no word in the vectors' vocabulary",
+                                  DialevalWarning, stacklevel=2)
         best = np.full(len(batch), np.nan)
         if len(pair_scores):
             valid = ~np.isnan(pair_scores)
@@ -216,6 +299,12 @@ class WordEmbeddingMetric(Metric):
         scores = _rowwise_cosine(rv, hv[owner]).astype(np.float64)
         scores[(hyp.lengths[owner] == 0) | (ref.lengths == 0)] = np.nan
         return scores
+
+
+def _system_of(batch: Batch) -> str:
+    samples = batch.samples or []
+    names = {getattr(s, "system", None) for s in samples}
+    return f"system {names.pop()}" if len(names) == 1 and None not in names else ""
 
 
 def _reduce(raw: np.ndarray, enc: Encoded, which: str) -> np.ndarray:

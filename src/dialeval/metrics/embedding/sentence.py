@@ -31,8 +31,15 @@ DEFAULT_BATCH_SIZE = 16
 def _encoder(model_dir: str, threads: int):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")          # a local folder only: never the model hub
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     import torch
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    # transformers draws a "Loading weights" bar on stderr; dialeval's own progress (and
+    # --json output) must be the only thing a user sees.
+    hf_logging.disable_progress_bar()
 
     if threads > 0:
         torch.set_num_threads(threads)
@@ -40,7 +47,10 @@ def _encoder(model_dir: str, threads: int):
 
 
 def _default_threads() -> int:
-    return int(os.environ.get("OMP_NUM_THREADS") or min(2, os.cpu_count() or 1))
+    """$OMP_NUM_THREADS, else the idle cores (see dialeval.models.threads)."""
+    from ...models.threads import default_threads
+
+    return default_threads()
 
 
 class SentenceEncoder:

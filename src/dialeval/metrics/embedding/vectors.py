@@ -279,6 +279,9 @@ def _save_cache(folder: str, words: list[str], matrix: np.ndarray, meta: dict) -
     try:
         os.makedirs(os.path.dirname(folder), exist_ok=True)
         staging = tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(folder))
+        from ...data.writers import current_umask
+
+        os.chmod(staging, 0o777 & ~current_umask())   # mkdtemp gives 0700 whatever the umask
         np.save(os.path.join(staging, "vectors.npy"), np.ascontiguousarray(matrix, dtype=np.float32))
         with open(os.path.join(staging, "vocab.txt"), "w", encoding="utf-8") as handle:
             handle.write("\n".join(words))

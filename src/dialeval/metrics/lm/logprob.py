@@ -42,8 +42,9 @@ def mean_logprobs(lm: LoadedLM, responses: Sequence[str], queries: Sequence[str]
 
 
 def token_logprob_sums(lm: LoadedLM, queries: Sequence[list[int] | None], responses: Sequence[list[int]],
-                       batch_size: int = 32) -> tuple[np.ndarray, np.ndarray]:
-    """Summed log-probability and count of the response tokens of each (query, response)."""
+                       batch_size: int = 32, progress=None) -> tuple[np.ndarray, np.ndarray]:
+    """Summed log-probability and count of the response tokens of each (query, response).
+    `progress(done, total)` is called after each batch when given."""
     import torch
 
     n = len(responses)
@@ -72,6 +73,8 @@ def token_logprob_sums(lm: LoadedLM, queries: Sequence[list[int] | None], respon
             logp = torch.where(picked, logp, torch.zeros_like(logp))
             sums[rows] = logp.sum(dim=1).double().cpu().numpy()
             counts[rows] = picked.sum(dim=1).cpu().numpy()
+            if progress is not None:
+                progress(min(start + batch_size, len(order)), len(order))
     return sums, counts
 
 

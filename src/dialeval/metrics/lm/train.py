@@ -8,7 +8,13 @@ With `init` the same loop fine-tunes an existing checkpoint with its own tokeniz
 Training stops at whichever comes first: the epochs, `max_steps` or `max_minutes`. A small
 held-out share of the pairs is never trained on; after training the raw coherence and fluency
 scores of those pairs are stored with the model, so the normalised metrics (eq. 2 and 4) can
-take their lower bound at any percentile later.
+take their lower bound at any percentile later. A model without such pairs could not be
+normalised, so training refuses to start without them.
+
+`max_minutes` budgets the whole call, not only the loop: reading the corpus and the tokenizer
+count, and once a few steps have measured the model's speed, the time the reference pairs'
+scoring will take is reserved (their number is cut if scoring them all would take more than
+a third of the budget). Everything long logs progress.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ class LMTrainConfig:
     dropout: float = 0.1
     reference_pairs: int = 2000     # held out, scored for the normalisation bounds
     seed: int = 0
-    threads: int = 2
+    threads: int | None = None      # default: the idle cores (dialeval.models.threads)
     device: str = "cpu"
 
 
@@ -74,6 +80,54 @@ def _split_pairs(pairs: list[tuple[str, str]], n_ref: int, seed: int):
     return train, [pairs[i] for i in held]
 
 
+MIN_REFERENCE_PAIRS = 200   # fewer, and a 10th-percentile bound rests on a handful of pairs
+_REFERENCE_CHUNK = 100
+
+
+def reference_scores(lm, ref_pairs, log=None, batch_size: int = 32,
+                     deadline: float | None = None) -> tuple[dict, float, int]:
+    """Raw coherence and fluency of the reference pairs (the normalisation bounds' data), their
+    per-token perplexity, and how many pairs were scored.
+
+    Three forward passes per pair (q+r, r alone, q alone; the first serves both coherence and
+    perplexity), in chunks of pairs; with a `deadline`, scoring stops after the chunk that
+    passes it, once at least MIN_REFERENCE_PAIRS pairs are scored."""
+    from .logprob import token_logprob_sums
+
+    q_ids = [lm.encode(q) for q, _ in ref_pairs]
+    r_ids = [lm.encode(r) for _, r in ref_pairs]
+    parts = []
+    began = shown = time.time()
+    done = 0
+    for start in range(0, len(ref_pairs), _REFERENCE_CHUNK):
+        q, r = q_ids[start:start + _REFERENCE_CHUNK], r_ids[start:start + _REFERENCE_CHUNK]
+        none = [None] * len(q)
+        parts.append((token_logprob_sums(lm, q, r, batch_size), token_logprob_sums(lm, none, r, batch_size),
+                      token_logprob_sums(lm, none, q, batch_size)))
+        done += len(q)
+        now = time.time()
+        if log is not None and (now - shown >= 10 or done == len(ref_pairs)):
+            shown = now
+            log(f"train lm: scoring reference pairs for the normalisation bounds: {done}/{len(ref_pairs)}, "
+                f"{now - began:.0f} s")
+        if deadline is not None and now >= deadline and done >= MIN_REFERENCE_PAIRS and done < len(ref_pairs):
+            if log is not None:
+                log(f"train lm: --max-minutes reached: normalisation bounds from {done} of "
+                    f"{len(ref_pairs)} reference pairs")
+            break
+
+    def joined(k: int, j: int) -> np.ndarray:
+        return np.concatenate([p[k][j] for p in parts]) if parts else np.zeros(0)
+    s_qr, c_qr, s_r, c_r, s_q, c_q = (joined(k, j) for k in range(3) for j in range(2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        coherence = np.where(c_qr > 0, s_qr / np.maximum(c_qr, 1), math.nan)
+        fluency = np.where(c_r > 0, s_r / np.maximum(c_r, 1), math.nan)
+    count = int(c_q.sum() + c_qr.sum())
+    ppl = math.exp(-float(s_q.sum() + s_qr.sum()) / count) if count else math.nan
+    reference = {"coherence_raw": coherence[~np.isnan(coherence)], "fluency_raw": fluency[~np.isnan(fluency)]}
+    return reference, ppl, done
+
+
 def _batches(sequences: list[list[int]], batch_size: int, rng: random.Random) -> list[list[int]]:
     """Shuffled batches of similar-length sequences (sorted within chunks of 50 batches)."""
     order = list(range(len(sequences)))
@@ -91,7 +145,11 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
              corpus_format: str | None = None, reference_corpus: str | None = None,
              log: Callable[[str], None] = print) -> dict:
     """Train (or fine-tune `init`) and save a verified artifact folder; returns its info."""
+    started = time.time()
+    plain_log = log
+    log = lambda message: plain_log(f"[{time.time() - started:5.0f} s] {message}")  # noqa: E731
     offline()
+    log("train lm: loading torch")
     import torch
 
     from ...data.corpus import pairs as corpus_pairs, read_corpus
@@ -99,7 +157,11 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
     cfg = config or LMTrainConfig()
     torch.manual_seed(cfg.seed)
     if cfg.device == "cpu":
-        torch.set_num_threads(max(1, cfg.threads))
+        from ...models.threads import default_threads
+
+        threads = cfg.threads if cfg.threads else default_threads()
+        torch.set_num_threads(max(1, threads))
+        log(f"train lm: {threads} CPU thread(s)" + ("" if cfg.threads else " (the idle cores; --threads N to choose)"))
     all_pairs = corpus_pairs(read_corpus(corpus, corpus_format))
     if not all_pairs:
         raise DialevalError(f"{corpus}: no query-response pairs (every dialogue has one utterance)")
@@ -108,7 +170,13 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
         ref_pairs = corpus_pairs(read_corpus(reference_corpus))[: cfg.reference_pairs]
     else:
         train_pairs, ref_pairs = _split_pairs(all_pairs, cfg.reference_pairs, cfg.seed)
-    started = time.time()
+    if cfg.reference_pairs <= 0 or not ref_pairs:
+        raise DialevalError(
+            f"no reference pairs for the normalisation bounds of lm_coherence/lm_fluency: "
+            + (f"{reference_corpus} has no query-response pairs" if reference_corpus else
+               f"{corpus} has {len(all_pairs)} pairs and a tenth is held out only from 20 pairs on")
+            + "; give a larger corpus or --reference-corpus FILE")
+    log(f"train lm: read {len(all_pairs)} pairs in {time.time() - started:.1f} s")
     staging = os.path.abspath(out_dir) + ".tmp-save"
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
@@ -120,6 +188,7 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
 
 def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus, reference_corpus, log) -> dict:
     """The training proper, writing into `staging`, which becomes `out_dir` only when complete."""
+    log("train lm: loading transformers")
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -130,6 +199,11 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
         arch = {"init": os.path.abspath(init)}
     else:
         texts = [t for p in train_pairs for t in p]
+        if cfg.max_minutes and time.time() - started > 0.3 * cfg.max_minutes * 60 and len(texts) > 20000:
+            log(f"train lm: --max-minutes: {time.time() - started:.0f} s already spent (loading torch and "
+                "transformers); the tokenizer learns from the first 20000 texts")
+            texts = texts[:20000]
+        log(f"train lm: training a {cfg.vocab_size}-token BPE tokenizer on {len(texts)} texts")
         tokenizer = build_tokenizer(texts, cfg.vocab_size)
         gconf = GPT2Config(vocab_size=len(tokenizer), n_positions=cfg.n_positions, n_embd=cfg.n_embd,
                            n_layer=cfg.n_layer, n_head=cfg.n_head, resid_pdrop=cfg.dropout,
@@ -143,9 +217,17 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
                   max_len=int(getattr(model.config, "n_positions", None) or model.config.max_position_embeddings),
                   device=cfg.device)
     sequences = []
-    for q, r in train_pairs:
+    deadline = started + cfg.max_minutes * 60 if cfg.max_minutes else None
+    for k, (q, r) in enumerate(train_pairs):
+        if deadline is not None and k % 2000 == 0 and k and time.time() >= deadline - 0.25 * cfg.max_minutes * 60:
+            # Encoding alone has eaten most of the budget: train on what is encoded.
+            log(f"train lm: --max-minutes: encoded {k} of {len(train_pairs)} training pairs; training on those")
+            train_pairs = train_pairs[:k]
+            break
         ids = [lm.sep_id] + lm.encode(q) + [lm.sep_id] + lm.encode(r) + [lm.sep_id]
         sequences.append(ids[-lm.max_len:])
+    # Tokens the reference scoring will run through (three forward passes: q+r, r, q).
+    ref_cost = [2 * (len(lm.encode(q)) + len(lm.encode(r))) + 4 for q, r in ref_pairs]
     n_params = sum(p.numel() for p in model.parameters())
     log(f"train lm: {len(train_pairs)} pairs ({sum(map(len, sequences))} tokens), "
         f"{len(ref_pairs)} reference pairs held out, {n_params / 1e6:.2f}M parameters")
@@ -166,7 +248,10 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     rng = random.Random(cfg.seed)
     step, stopped_by = 0, "epochs"
-    deadline = started + cfg.max_minutes * 60 if cfg.max_minutes else None
+    budget = cfg.max_minutes * 60 if cfg.max_minutes else None
+    deadline = started + budget if budget else None
+    reserve = 0.0          # seconds kept for scoring the reference pairs and saving
+    tokens_trained = 0
     train_started = time.time()
     cpu_started = time.process_time()
     model.train()
@@ -175,7 +260,7 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
         for rows in _batches(sequences, cfg.batch_size, rng):
             if step >= total:
                 break
-            if deadline is not None and time.time() >= deadline:
+            if deadline is not None and time.time() + reserve >= deadline:
                 stopped_by = "max_minutes"
                 break
             width = max(len(sequences[i]) for i in rows)
@@ -196,6 +281,19 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
             optimizer.zero_grad(set_to_none=True)
             running.append(out.loss.item())
             step += 1
+            tokens_trained += sum(len(sequences[i]) for i in rows)
+            if deadline is not None and step in (3, 20, 100) or (deadline is not None and step % 200 == 0):
+                # A forward pass costs about a third of a training step per token; keep 40%
+                # of that as a margin, plus a few seconds for saving.
+                per_token = 0.4 * (time.time() - train_started) / tokens_trained
+                if step == 3 and per_token * sum(ref_cost) > budget / 3:
+                    keep = max(min(100, len(ref_pairs)), int(len(ref_pairs) * budget / 3
+                                                           / (per_token * sum(ref_cost))))
+                    if keep < len(ref_pairs):
+                        log(f"train lm: scoring {len(ref_pairs)} reference pairs would take about "
+                            f"{per_token * sum(ref_cost):.0f} s of the {budget:.0f} s budget; keeping {keep}")
+                        ref_pairs, ref_cost = ref_pairs[:keep], ref_cost[:keep]
+                reserve = per_token * sum(ref_cost) + 3.0
             if step % 50 == 0 or step == total:
                 elapsed = time.time() - train_started
                 cpu = time.process_time() - cpu_started
@@ -210,13 +308,12 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
     cpu_seconds = time.process_time() - cpu_started
     model.eval()
 
-    from .logprob import mean_logprobs, perplexity
-
-    ref_q = [q for q, _ in ref_pairs]
-    ref_r = [r for _, r in ref_pairs]
-    reference = {"coherence_raw": mean_logprobs(lm, ref_r, ref_q), "fluency_raw": mean_logprobs(lm, ref_r)}
-    reference = {k: v[~np.isnan(v)] for k, v in reference.items()}
-    ref_ppl = perplexity(lm, ref_pairs) if ref_pairs else math.nan
+    reference, ref_ppl, scored = reference_scores(lm, ref_pairs, log,
+                                                  deadline=deadline - 3.0 if deadline else None)
+    ref_pairs = ref_pairs[:scored]
+    if any(len(v) == 0 for v in reference.values()):
+        raise DialevalError(f"the {len(ref_pairs)} reference pairs have no response tokens: no "
+                            "normalisation bounds; give --reference-corpus FILE")
     info = {
         "kind": KIND, "corpus": os.path.basename(corpus), "init": arch.get("init"),
         "architecture": arch, "parameters": n_params, "train_pairs": len(train_pairs),
@@ -228,6 +325,9 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
         "reference_perplexity": ref_ppl, "config": asdict(cfg),
         "layout": "<sep> query <sep> response <sep>, <sep> = tokenizer eos",
     }
+    if step == 0 and not init:
+        log("train lm: warning: no training step fitted in --max-minutes; the model is untrained "
+            "(give more minutes or fewer --reference-pairs)")
     log(f"trained {step} steps in {train_seconds / 60:.1f} min ({stopped_by}); "
         f"held-out perplexity {ref_ppl:.2f}")
     model.save_pretrained(staging, safe_serialization=True)

@@ -573,7 +573,14 @@ def load_resources(path: str | os.PathLike | None = None, *, build: bool = True)
             raise MeteorResourceError(f"no METEOR cache at {folder}")
         if folder.exists():
             shutil.rmtree(folder, ignore_errors=True)
+        import sys
+        import time
+
+        began = time.time()
+        print(f"dialeval: METEOR: first use: building the synonym/paraphrase cache in {folder} "
+              "(once; it takes a while)", file=sys.stderr, flush=True)
         build_cache(sources, folder)
+        print(f"dialeval: METEOR: cache built in {time.time() - began:.0f} s", file=sys.stderr, flush=True)
     function_words = frozenset(
         ln.rstrip("\r") for ln in (folder / "function.words").read_text(encoding="utf-8").split("\n"))
     res = MeteorResources(
