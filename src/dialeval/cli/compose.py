@@ -160,11 +160,13 @@ def add_commands(sub) -> None:
                    help="with --scaling percentile: [P_k, P_100-k] maps onto [0, 1] (default 5)")
     p.add_argument("--max-items", type=int, default=0,
                    help="items drawn per development set for the correlations (paper 300; default 0: all)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--exclude-system", action="append",
                    help="leave out a system's responses wherever present (e.g. 'Original Ground Truth')")
     p.add_argument("--plot", metavar="PNG", help="also draw the weights (quality x metric) as a heatmap")
     p.add_argument("--json", action="store_true", help="print what was learned as one JSON object")
-    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"])
+    from .meta import add_table_format
+
+    add_table_format(p, alias=False)
     add_scoring_flags(p)
     p.set_defaults(func=cmd_fit_compose)

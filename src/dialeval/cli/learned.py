@@ -24,10 +24,10 @@ def add_train_commands(train_sub) -> None:
     p.add_argument("--eval-limit", type=int, help="only the first N dialogues of --eval-corpus")
     p.add_argument("--max-minutes", type=float, default=60.0, help="stop training after this long (default 60)")
     p.add_argument("--max-steps", type=int, help="stop after this many batches")
-    p.add_argument("--epochs", type=float, default=3.0)
+    p.add_argument("--epochs", type=float, default=3.0, help="passes over the corpus (default 3)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     from dialeval.metrics.learned.adem.hred import DialogueEncoder
 
     defaults = DialogueEncoder().get_params()
@@ -46,18 +46,20 @@ def add_train_commands(train_sub) -> None:
                    help="minilm (all-MiniLM-L6-v2), minilm:DIR (a sentence-transformers folder) or hred:DIR "
                         "(a `train dialogue-encoder` folder)")
     p.add_argument("-o", "--output", required=True, help="ADEM model folder to write")
-    p.add_argument("--variant", default="adem", choices=["adem", "c_adem", "r_adem"])
+    p.add_argument("--variant", default="adem", choices=["adem", "c_adem", "r_adem"],
+                   help="adem (context and reference), c_adem (context only) or r_adem (reference only)")
     p.add_argument("--preset", default="paper", choices=["paper", "released"],
                    help="paper: L1 on M, N, PCA 7; released: L2, PCA 50")
     p.add_argument("--pca-dims", type=int, help="PCA dimensions (default: 7 paper, 50 released)")
     p.add_argument("--gamma", type=float, help="regularisation weight (default 0.02)")
-    p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--max-epochs", type=int, default=100)
-    p.add_argument("--patience", type=int, default=10)
+    p.add_argument("--lr", type=float, default=0.01, help="learning rate of M and N (default 0.01)")
+    p.add_argument("--batch-size", type=int, default=16, help="rows per training step (default 16)")
+    p.add_argument("--max-epochs", type=int, default=100, help="most passes over the training rows (default 100)")
+    p.add_argument("--patience", type=int, default=10,
+                   help="epochs without a better validation loss before stopping (default 10)")
     p.add_argument("--context-turns", type=int, default=3, help="minilm: the last k context turns, joined")
     p.add_argument("--no-oversample", action="store_true", help="no length-binned oversampling by score class")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.set_defaults(func=cmd_train_adem)
 
 

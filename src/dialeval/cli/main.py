@@ -221,11 +221,6 @@ def add_score_parser(sub) -> argparse.ArgumentParser:
                         "`report` need to recompute corpus scores on resamples")
     p.add_argument("--table-format", default="plain", choices=["plain", "markdown", "latex", "csv"],
                    help="table format (--format names the input format here)")
-
-
-    p.add_argument("--report", help="also write the aggregate report: .json, or a markdown table otherwise")
-    p.add_argument("--table-format", default="plain", choices=["plain", "markdown"],
-                   help="table style (default plain)")
     add_scoring_flags(p)
     p.set_defaults(func=cmd_score)
     return p

@@ -345,7 +345,9 @@ def cmd_agreement(args) -> int:
 def _rater_kappas(matrix) -> str:
     from dialeval.meta.agreement import rater_mean_kappa
 
-    return ", ".join(_fmt(float(v), 3) for v in rater_mean_kappa(matrix))
+    from dialeval.report.tables import fmt_float
+
+    return ", ".join(fmt_float(float(v), 3) for v in rater_mean_kappa(matrix))
 
 
 def _describe_text(d: dict) -> str:

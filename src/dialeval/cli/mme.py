@@ -39,6 +39,6 @@ def add_train_commands(sub) -> None:
                    help="DailyDialog train sentences the specificity masked LM trains on (default 10000)")
     p.add_argument("--device", default="cpu", help="cpu (the only one implemented: heads over a frozen encoder)")
     p.add_argument("--encoder", help="sentence-transformers folder to use instead of all-MiniLM-L6-v2")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_train)
