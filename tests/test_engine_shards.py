@@ -227,22 +227,9 @@ def test_adem_metrics_shard_exactly(tiny_adem, variant):
 @pytest.fixture(scope="module")
 def tiny_mme(tmp_path_factory):
     """A tiny MME model folder, made as tests/test_mme.py makes it."""
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from test_mme import _corpus, _engagement
+    from test_mme import train_tiny_mme
 
-    from dialeval.errors import DialevalError
-    from dialeval.metrics.mme.encoder import default_encoder_dir
-    from dialeval.metrics.mme.model import train_mme
-
-    try:
-        default_encoder_dir()
-    except DialevalError as exc:
-        pytest.skip(f"no default encoder: {exc}")
-    base = tmp_path_factory.mktemp("mme")
-    train_mme(str(_corpus(base / "dialogues_train.txt")), str(base / "model"),
-              engagement=str(_engagement(base / "engagement")), max_examples=160, seed=0)
-    return str(base / "model")
+    return str(train_tiny_mme(tmp_path_factory.mktemp("mme"))[0])
 
 
 def test_mme_metrics_shard_exactly(tiny_mme):

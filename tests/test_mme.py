@@ -181,8 +181,9 @@ def _engagement(folder, seed=0):
     return folder
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
+def train_tiny_mme(base):
+    """A tiny MME model folder in `base` (skips without torch, transformers or the encoder):
+    (model folder, training record, corpus path). tests/test_engine_shards.py uses it too."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     try:
@@ -193,12 +194,16 @@ def tiny_model(tmp_path_factory):
         pytest.skip(f"no default encoder: {exc}")
     from dialeval.metrics.mme.model import train_mme
 
-    base = tmp_path_factory.mktemp("mme")
     corpus = _corpus(base / "dialogues_train.txt")
     eng = _engagement(base / "engagement")
     out = base / "model"
     root = train_mme(str(corpus), str(out), engagement=str(eng), max_examples=160, seed=0)
     return out, root, corpus
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    return train_tiny_mme(tmp_path_factory.mktemp("mme"))
 
 
 def _samples():

@@ -122,17 +122,9 @@ def heatmap(matrix: np.ndarray, labels: Sequence[str], *, title: str = "") -> st
         matrix = np.asarray(matrix, dtype=float)
         size = max(3.2, 0.55 * len(labels) + 1.6)
         fig, ax = plt.subplots(figsize=(size, size * 0.85))
-        im = ax.imshow(matrix, vmin=-1, vmax=1, cmap="RdBu_r")
-        ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
-        ax.set_yticks(range(len(labels)), labels)
-        for i in range(len(labels)):
-            for j in range(len(labels)):
-                if np.isfinite(matrix[i, j]):
-                    ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                            color="white" if abs(matrix[i, j]) > 0.6 else "black")
-        fig.colorbar(im, ax=ax, fraction=0.046)
-        if title:
-            ax.set_title(title)
+        from .plots import draw_matrix
+
+        draw_matrix(fig, ax, matrix, labels, labels, fontsize=7, title=title)
         return _svg(fig)
 
 

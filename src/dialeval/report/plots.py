@@ -115,23 +115,31 @@ def system_scatter_plots(system_values: dict[str, dict[str, float]], human: dict
     return paths
 
 
+def draw_matrix(fig, ax, matrix: np.ndarray, xlabels: Sequence[str], ylabels: Sequence[str], *,
+                vmin: float = -1.0, vmax: float = 1.0, cmap: str = "RdBu_r", aspect: str | None = None,
+                fontsize: int = 8, light=lambda v: abs(v) > 0.6, title: str = "") -> None:
+    """A labelled matrix with its value printed in each finite cell (white text where `light`)
+    and a colour bar: the one drawing behind every heatmap (PNG here, SVG in the HTML report)."""
+    im = ax.imshow(matrix, vmin=vmin, vmax=vmax, cmap=cmap, **({"aspect": aspect} if aspect else {}))
+    ax.set_xticks(range(len(xlabels)), xlabels, rotation=45, ha="right")
+    ax.set_yticks(range(len(ylabels)), ylabels)
+    for i in range(len(ylabels)):
+        for j in range(len(xlabels)):
+            if np.isfinite(matrix[i, j]):
+                ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=fontsize,
+                        color="white" if light(matrix[i, j]) else "black")
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    if title:
+        ax.set_title(title)
+
+
 def heatmap(matrix: np.ndarray, labels: Sequence[str], path: str, *, title: str = "") -> str:
     """A labelled correlation heatmap (values printed in the cells), saved as PNG."""
     plt = _pyplot()
     matrix = np.asarray(matrix, dtype=float)
     size = max(3.5, 0.7 * len(labels) + 1.5)
     fig, ax = plt.subplots(figsize=(size, size))
-    im = ax.imshow(matrix, vmin=-1, vmax=1, cmap="RdBu_r")
-    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
-    ax.set_yticks(range(len(labels)), labels)
-    for i in range(len(labels)):
-        for j in range(len(labels)):
-            if np.isfinite(matrix[i, j]):
-                ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                        color="white" if abs(matrix[i, j]) > 0.6 else "black")
-    fig.colorbar(im, ax=ax, fraction=0.046)
-    if title:
-        ax.set_title(title)
+    draw_matrix(fig, ax, matrix, labels, labels, title=title)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     _save(fig, path)
     plt.close(fig)

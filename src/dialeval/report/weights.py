@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .plots import _pyplot, _save
+from .plots import _pyplot, _save, draw_matrix
 
 
 def weights_heatmap(weights: np.ndarray, qualities: Sequence[str], metrics: Sequence[str], path: str,
@@ -22,23 +22,13 @@ def weights_heatmap(weights: np.ndarray, qualities: Sequence[str], metrics: Sequ
     width = max(4.0, 0.9 * len(metrics) + 2.5)
     height = max(2.5, 0.45 * len(qualities) + 1.5)
     fig, ax = plt.subplots(figsize=(width, height))
-    if signed:
+    if signed:  # a symmetric scale, black text throughout
         bound = float(np.nanmax(np.abs(weights))) or 1.0
-        im = ax.imshow(weights, vmin=-bound, vmax=bound, cmap="RdBu_r", aspect="auto")
-    else:
-        im = ax.imshow(weights, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
-    ax.set_xticks(range(len(metrics)), metrics, rotation=45, ha="right")
-    ax.set_yticks(range(len(qualities)), qualities)
-    for i in range(len(qualities)):
-        for j in range(len(metrics)):
-            v = weights[i, j]
-            if np.isfinite(v):
-                light = (abs(v) / (np.nanmax(np.abs(weights)) or 1.0) > 0.5) if signed else v < 0.5
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
-                        color="white" if light and not signed else "black")
-    fig.colorbar(im, ax=ax, fraction=0.046)
-    if title:
-        ax.set_title(title)
+        draw_matrix(fig, ax, weights, metrics, qualities, vmin=-bound, vmax=bound, aspect="auto",
+                    light=lambda v: False, title=title)
+    else:       # viridis is dark below 0.5
+        draw_matrix(fig, ax, weights, metrics, qualities, vmin=0.0, vmax=1.0, cmap="viridis",
+                    aspect="auto", light=lambda v: v < 0.5, title=title)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     _save(fig, path)
     plt.close(fig)
