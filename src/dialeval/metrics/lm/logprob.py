@@ -3,8 +3,9 @@
 Sequences are laid out as the model was trained on them: `<sep> query <sep> response`
 for context coherence (eq. 1: only the response tokens are summed, the query's own
 probability cancels), `<sep> response` for fluency (eq. 3). `<sep>` is the tokenizer's
-end-of-text token, which a GPT-2 checkpoint already knows. Batches are formed from
-length-sorted sequences so little compute goes to padding.
+end-of-text token, which a GPT-2 checkpoint already knows. A batch holds sequences of one
+length only: no padding, so a text's score never depends on which other texts share its
+batch, and a run split into shards (or resumed, or on Dask) gives the same bits.
 """
 
 from __future__ import annotations
@@ -53,9 +54,15 @@ def token_logprob_sums(lm: LoadedLM, queries: Sequence[list[int] | None], respon
     laid = [layout(lm, q, r) if r else ([], 0) for q, r in zip(queries, responses)]
     order = sorted((i for i in range(n) if responses[i]), key=lambda i: len(laid[i][0]))
     batch_size = max(1, int(batch_size))
+    batches: list[list[int]] = []
+    for i in order:   # consecutive runs of one length, cut at batch_size
+        if batches and len(batches[-1]) < batch_size and len(laid[batches[-1][0]][0]) == len(laid[i][0]):
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    done = 0
     with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
+        for rows in batches:
             width = max(len(laid[i][0]) for i in rows)
             ids = torch.full((len(rows), width), lm.sep_id, dtype=torch.long)
             mask = torch.zeros((len(rows), width), dtype=torch.long)
@@ -73,8 +80,9 @@ def token_logprob_sums(lm: LoadedLM, queries: Sequence[list[int] | None], respon
             logp = torch.where(picked, logp, torch.zeros_like(logp))
             sums[rows] = logp.sum(dim=1).double().cpu().numpy()
             counts[rows] = picked.sum(dim=1).cpu().numpy()
+            done += len(rows)
             if progress is not None:
-                progress(min(start + batch_size, len(order)), len(order))
+                progress(done, len(order))
     return sums, counts
 
 
