@@ -96,10 +96,19 @@ class FrozenEncoder:
 
         missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
         if missing:
-            order = sorted(range(len(missing)), key=lambda i: len(missing[i]))
-            for start in range(0, len(order), self.batch_size):
-                chunk = [missing[i] for i in order[start:start + self.batch_size]]
-                enc = self.tokenizer([c if c.strip() else "." for c in chunk], padding=True,
+            # one token length per batch: no padding, so a text's features never depend on the
+            # other texts of the run (sharded, resumed and Dask runs give the same bits)
+            inputs = [c if c.strip() else "." for c in missing]
+            lengths = [len(ids) for ids in self.tokenizer(inputs, truncation=True,
+                                                          max_length=MAX_TOKENS)["input_ids"]]
+            groups: dict[int, list[int]] = {}
+            for i, n in enumerate(lengths):
+                groups.setdefault(n, []).append(i)
+            batches = [idx[s:s + self.batch_size] for n in sorted(groups)
+                       for idx in [groups[n]] for s in range(0, len(idx), self.batch_size)]
+            for rows in batches:
+                chunk = [missing[i] for i in rows]
+                enc = self.tokenizer([inputs[i] for i in rows], padding=True,
                                      truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
                 hidden = self._forward(enc)
                 mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
