@@ -147,8 +147,9 @@ def test_word_embedding_metrics_shard_exactly():
 # The causal LM and the sentence encoder batch only texts of equal token length (no padding),
 # so their sentence values agree to the bit (the LM's corpus sums to 1e-12); the sentence encoder remembers each text's vector for the
 # run, and that memory is cleared before every run here so that the sharded runs really
-# encode again. ADEM's hierarchical encoder and the MME heads still pad float32 batches: which
-# texts share a batch changes the last bits, so those agree to 1e-6.
+# encode again. The MME encoder batches one token length at a time too. ADEM's hierarchical
+# encoder still runs padded (packed) GRU batches: which dialogues share a batch changes the last
+# bits, so ADEM's shards agree to 1e-6.
 MODEL_TOL = 1e-6
 
 
