@@ -282,3 +282,36 @@ def test_stemmer_equals_the_jars_on_wordnet_vocabulary(tmp_path):
     java = proc.stdout.split("\n")[:len(vocab)]
     wrong = [(w, j, stem(w)) for w, j in zip(vocab, java) if stem(w) != j]
     assert len(java) == len(vocab) and not wrong[:20]
+
+
+def _meteor_in_daemon(queue):
+    import dialeval
+    from dialeval.metrics.overlap.meteor import metric as meteor_metric
+
+    meteor_metric._MIN_PAIRS_PER_WORKER = 1     # make even this small set ask for 2 processes
+    rows = [{"response": f"the cat sat on mat {i}", "references": ["a cat sat on the mat", "the dog sat"]}
+            for i in range(6)]
+    try:
+        result = dialeval.score(rows, ["meteor"], meteor_workers=2)
+        queue.put(("ok", [float(v) for v in result.sentence["meteor"]]))
+    except BaseException as exc:  # the failure mode: "daemonic processes are not allowed to have children"
+        queue.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def test_meteor_workers_inside_a_daemonic_process_align_in_process():
+    """Dask workers are daemonic processes, which may not fork: METEOR must not try to."""
+    import multiprocessing
+
+    import dialeval
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_meteor_in_daemon, args=(queue,), daemon=True)
+    child.start()
+    status, value = queue.get(timeout=300)
+    child.join(timeout=60)
+    assert status == "ok", value
+    rows = [{"response": f"the cat sat on mat {i}", "references": ["a cat sat on the mat", "the dog sat"]}
+            for i in range(6)]
+    expected = dialeval.score(rows, ["meteor"], meteor_workers=1).sentence["meteor"]
+    assert value == [float(v) for v in expected]

@@ -90,7 +90,10 @@ def _score_pairs(sentences, todo, workers: int | None) -> list[tuple[float, list
     if workers is None:
         workers = min(2, os.cpu_count() or 1)
     workers = max(1, min(int(workers), len(todo) // _MIN_PAIRS_PER_WORKER))
-    if workers == 1 or "fork" not in multiprocessing.get_all_start_methods():
+    # a daemonic process (a Dask worker, a multiprocessing pool's child) may not fork children:
+    # there the pairs are aligned in-process, which gives the same numbers
+    daemon = multiprocessing.current_process().daemon
+    if workers == 1 or daemon or "fork" not in multiprocessing.get_all_start_methods():
         return _pair_results(sentences, todo)
     global _FORK_STATE
     _FORK_STATE = (sentences, todo)
