@@ -362,6 +362,14 @@ class GreedyMatching(WordEmbeddingMetric):
     description = "Greedy Matching (nlg-eval): best word-to-word cosine, averaged both ways"
 
     def pair_scores(self, batch: Batch, hyp: Encoded, ref: Encoded, owner: np.ndarray) -> np.ndarray:
+        # A float32 product's last bits depend on how many BLAS threads split it, and a Dask
+        # worker runs single-threaded: one thread here too, so every backend gives the same bits.
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._pair_scores(batch, hyp, ref, owner)
+
+    def _pair_scores(self, batch: Batch, hyp: Encoded, ref: Encoded, owner: np.ndarray) -> np.ndarray:
         unit = self.table.unit
         scores = np.full(len(ref.lengths), np.nan)
         ref_of_sample = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=len(batch)))])
