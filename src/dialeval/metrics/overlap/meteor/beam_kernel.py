@@ -18,6 +18,18 @@ def _better(g1, c1, d1, a1, g2, c2, d2, a2):
     return a1 < a2
 
 
+@njit(cache=True, inline="always")
+def _sort_beam(order, count, g, c, d, cur):
+    """Stable insertion sort of the first `count` beam slots by the jar's comparator."""
+    for a in range(1, count):
+        s = order[a]
+        b = a - 1
+        while b >= 0 and _better(g[cur, s], c[cur, s], d[cur, s], 1, g[cur, order[b]], c[cur, order[b]], d[cur, order[b]], 0):
+            order[b + 1] = order[b]
+            b -= 1
+        order[b + 1] = s
+
+
 @njit(cache=True, nogil=True)
 def search_arrays(off, cand, fixed, used1, used2, beam):
     n2 = used2.shape[0]
@@ -53,13 +65,7 @@ def search_arrays(off, cand, fixed, used1, used2, beam):
     sk = np.zeros(beam, np.int64)   # >= 0: candidate row; -1: the path as it is; -2: skip
     for j in range(n2):
         # stable sort of the beam by rank (in-place steps may have changed ranks)
-        for a in range(1, count):
-            s = order[a]
-            b = a - 1
-            while b >= 0 and _better(g[cur, s], c[cur, s], d[cur, s], 1, g[cur, order[b]], c[cur, order[b]], d[cur, order[b]], 0):
-                order[b + 1] = order[b]
-                b -= 1
-            order[b + 1] = s
+        _sort_beam(order, count, g, c, d, cur)
         lo, hi = off[j], off[j + 1]
         if lo == hi:
             for a in range(count):
@@ -146,24 +152,12 @@ def search_arrays(off, cand, fixed, used1, used2, beam):
         count = kept
     if count > 1:
         # the jar: sort, then close open chunks, then sort again
-        for a in range(1, count):
-            s = order[a]
-            b = a - 1
-            while b >= 0 and _better(g[cur, s], c[cur, s], d[cur, s], 1, g[cur, order[b]], c[cur, order[b]], d[cur, order[b]], 0):
-                order[b + 1] = order[b]
-                b -= 1
-            order[b + 1] = s
+        _sort_beam(order, count, g, c, d, cur)
         for a in range(count):
             s = order[a]
             if last[cur, s] != -1:
                 c[cur, s] += 1
-        for a in range(1, count):
-            s = order[a]
-            b = a - 1
-            while b >= 0 and _better(g[cur, s], c[cur, s], d[cur, s], 1, g[cur, order[b]], c[cur, order[b]], d[cur, order[b]], 0):
-                order[b + 1] = order[b]
-                b -= 1
-            order[b + 1] = s
+        _sort_beam(order, count, g, c, d, cur)
     best = order[0]
     size = 0
     n = node[cur, best]
