@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
-DATA = os.environ.get("DIALEVAL_SHARED_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data"))
-if not os.path.isdir(DATA):
-    DATA = "/work/shared/data"
+# ../shared/data beside the repository, as the tests find it (or $DIALEVAL_SHARED_DATA)
+DATA = os.environ.get("DIALEVAL_SHARED_DATA",
+                      os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data"))
 CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models", "adem-cache")
 
 

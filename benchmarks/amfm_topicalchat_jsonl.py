@@ -4,7 +4,7 @@ AM-FM paper's training substitute (a), DailyDialog train + Topical-Chat valid; t
 derived data for a scratch folder, never for the repository.
 
     python3 benchmarks/amfm_topicalchat_jsonl.py ../shared/data/topical-chat/conversations/valid_freq.json \
-        ../shared/data/topical-chat/conversations/valid_rare.json -o /tmp/tc_valid.jsonl
+        ../shared/data/topical-chat/conversations/valid_rare.json -o tc_valid.jsonl
 """
 
 from __future__ import annotations

@@ -298,7 +298,7 @@ def main() -> None:
         labels = [q + (" (pooled)" if full.fallback_used(q) else "") for q in full.qualities_]
         weights_heatmap(weights, labels, metrics, png,
                         title="CRS weights (p = 2), fitted on every local rated set")
-        results["heatmap"] = png
+        results["heatmap"] = os.path.relpath(png)
     except ImportError as exc:
         log(f"no heatmap: {exc}")
     md += ["## CRS weights (p = 2) fitted on all sets", "",

@@ -17,6 +17,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,7 +49,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default=os.path.join(HERE, "..", "..", "shared"))
     ap.add_argument("--out", default=os.path.join(HERE, "report_results"))
-    ap.add_argument("--html-dir", default="/tmp", help="where the (large) report files go")
+    ap.add_argument("--html-dir", default=tempfile.gettempdir(), help="where the (large) report files go")
     ap.add_argument("--loads", type=int, default=5)
     ap.add_argument("--skip-dstc6", action="store_true")
     args = ap.parse_args()
@@ -79,7 +80,8 @@ def main() -> None:
         scatter = os.path.join(args.out, "usr-tc-report-scatter.png")
         with open(scatter, "wb") as f:
             f.write(page.screenshot())
-        results["usr_tc"] = {"bytes": os.path.getsize(usr_html), "screenshots": [top, scatter],
+        results["usr_tc"] = {"bytes": os.path.getsize(usr_html),
+                             "screenshots": [os.path.relpath(p, os.path.join(HERE, "..")) for p in (top, scatter)],
                              "console_errors": page.console_errors()}
     print(f"usr-tc report: {results['usr_tc']['bytes']:,} bytes; screenshots {top}, {scatter}")
 

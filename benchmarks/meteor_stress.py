@@ -251,7 +251,8 @@ def main() -> None:
     ap.add_argument("--per-family", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--tol", type=float, default=1e-9)
-    ap.add_argument("--out", default="/tmp/meteor_stress_diffs.jsonl")
+    ap.add_argument("--out", default="meteor_stress_diffs.jsonl",
+                    help="where the differing pairs are written (default: the current folder)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     sents = corpus_sentences()
