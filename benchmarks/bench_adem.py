@@ -130,18 +130,24 @@ def splits(rows):
     return split_by_context(rows, [0.70, 0.15, 0.15], seed=0)
 
 
-# -- main table -----------------------------------------------------------------------------
-
-def cmd_main(args):
-    from dialeval.meta.significance import compare
-    from dialeval.metrics.learned.adem.data import WITH_REFERENCES, split_by_context
-
+def pooled_vectors(args):
+    """The pooled rated rows, their scores, and the encoders' vectors (MiniLM, and VHRED with --hred)."""
     rows = pool()
     y = np.array([r.score for r in rows])
     vm = Vectors(rows, "minilm")
     encs = {"minilm": vm}
     if args.hred:
         encs["hred"] = Vectors(rows, f"hred:{os.path.abspath(args.hred)}")
+    return rows, y, vm, encs
+
+
+# -- main table -----------------------------------------------------------------------------
+
+def cmd_main(args):
+    from dialeval.meta.significance import compare
+    from dialeval.metrics.learned.adem.data import WITH_REFERENCES, split_by_context
+
+    rows, y, vm, encs = pooled_vectors(args)
     has_ref = np.array([bool(r.references) for r in rows])
     datasets = [d for d in WITH_REFERENCES]
     systems = ["ADEM (minilm)"] + (["ADEM (hred)"] if args.hred else []) + \
@@ -249,12 +255,7 @@ def cmd_perset(args):
     """The paper's own setting (one data set, split by context 70/15/15) on each of our sets."""
     from dialeval.metrics.learned.adem.data import WITH_REFERENCES, split_by_context
 
-    rows = pool()
-    y = np.array([r.score for r in rows])
-    vm = Vectors(rows, "minilm")
-    encs = {"minilm": vm}
-    if args.hred:
-        encs["hred"] = Vectors(rows, f"hred:{os.path.abspath(args.hred)}")
+    rows, y, vm, encs = pooled_vectors(args)
     systems = [f"ADEM ({e})" for e in encs] + [f"ADEM at init ({e})" for e in encs] + \
         ["sent_cosine", "BLEU-2", "ROUGE-L"]
     table = []

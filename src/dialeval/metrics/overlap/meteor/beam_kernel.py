@@ -30,6 +30,17 @@ def _sort_beam(order, count, g, c, d, cur):
         order[b + 1] = s
 
 
+@njit(cache=True, inline="always")
+def _take_fixed(g, c, d, idx, last, cur, s, cand, m):
+    """Path `s` takes candidate row `m` (a match every path must take: gain, distance, chunk)."""
+    g[cur, s] += cand[m, 5]
+    d[cur, s] += abs(cand[m, 0] - cand[m, 2])
+    if last[cur, s] != -1 and cand[m, 2] != last[cur, s]:
+        c[cur, s] += 1
+    idx[cur, s] = cand[m, 0] + cand[m, 1]
+    last[cur, s] = cand[m, 2] + cand[m, 3]
+
+
 @njit(cache=True, nogil=True)
 def search_arrays(off, cand, fixed, used1, used2, beam):
     n2 = used2.shape[0]
@@ -72,13 +83,7 @@ def search_arrays(off, cand, fixed, used1, used2, beam):
                 s = order[a]
                 if u2[cur, s, j]:
                     if j >= idx[cur, s]:                       # a fixed match starts here
-                        m = fixed[j]
-                        g[cur, s] += cand[m, 5]
-                        d[cur, s] += abs(cand[m, 0] - cand[m, 2])
-                        if last[cur, s] != -1 and cand[m, 2] != last[cur, s]:
-                            c[cur, s] += 1
-                        idx[cur, s] = cand[m, 0] + cand[m, 1]
-                        last[cur, s] = cand[m, 2] + cand[m, 3]
+                        _take_fixed(g, c, d, idx, last, cur, s, cand, fixed[j])
                 elif last[cur, s] != -1:                        # skip: close the open chunk
                     c[cur, s] += 1
                     last[cur, s] = -1
@@ -89,13 +94,7 @@ def search_arrays(off, cand, fixed, used1, used2, beam):
             s = order[a]
             if u2[cur, s, j]:
                 if j >= idx[cur, s]:
-                    m = fixed[j]
-                    g[cur, s] += cand[m, 5]
-                    d[cur, s] += abs(cand[m, 0] - cand[m, 2])
-                    if last[cur, s] != -1 and cand[m, 2] != last[cur, s]:
-                        c[cur, s] += 1
-                    idx[cur, s] = cand[m, 0] + cand[m, 1]
-                    last[cur, s] = cand[m, 2] + cand[m, 3]
+                    _take_fixed(g, c, d, idx, last, cur, s, cand, fixed[j])
                 kept = _offer(sg, sc, sd, sa, sp, sk, kept, beam, g[cur, s], c[cur, s], d[cur, s], arrival, s, -1)
                 arrival += 1
                 continue
