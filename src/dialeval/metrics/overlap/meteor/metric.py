@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from typing import Any, Literal
 
 import numpy as np
@@ -249,7 +250,12 @@ class Meteor(Metric):
 
         tokens = list(itertools.chain.from_iterable(uniq))
         n = len(tokens)
-        info = {t: (keys[t], keys[stems[t]], t in fw, tuple(sorted(syn(t)))) for t in stems}
+        synsets = {t: syn(t) for t in stems}
+        # a synset held by one distinct word only can match nothing (a word is never a synonym
+        # match of itself): leaving such synsets out changes no candidate and shrinks the arrays
+        held = Counter(itertools.chain.from_iterable(synsets.values()))
+        info = {t: (keys[t], keys[stems[t]], t in fw, tuple(sorted(x for x in synsets[t] if held[x] > 1)))
+                for t in stems}
         rows = list(map(info.__getitem__, tokens))
         key = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
         skey = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)

@@ -454,8 +454,12 @@ class ParaphraseTable:
         s_tok = np.concatenate(span_tok)
         s_len = np.concatenate(span_len)
         s_key = np.concatenate(span_key)
-        u = np.searchsorted(self.ukeys, s_key)
+        # look each distinct n-gram up once, in sorted order (the table's keys are far larger
+        # than the cache: sorted needles walk them in order)
+        needles, back = np.unique(s_key, return_inverse=True)
+        u = np.searchsorted(self.ukeys, needles)
         u[u >= len(self.ukeys)] = 0
+        u = u[back]
         known = np.flatnonzero(self.ukeys[u] == s_key) if len(self.ukeys) else np.zeros(0, dtype=np.int64)
         lo = np.zeros(len(s_key), dtype=np.int64)
         hi = np.zeros(len(s_key), dtype=np.int64)
