@@ -222,7 +222,7 @@ class Meteor(Metric):
         uniq = list(dict.fromkeys(words.values()))
         para = res.paraphrases
         number = {w: k for k, w in enumerate(uniq)}
-        pair_idx = np.array([(number[words[a]], number[words[b]]) for a, b in pairs], dtype=np.int64)
+        pair_idx = np.array([(number[words[a]], number[words[b]]) for a, b in pairs], dtype=np.int64).reshape(-1, 2)
         sentence_ids = [para.ids(w) for w in uniq]
         stems: dict[str, str] = {}
         for tok in {t for w in uniq for t in w}:
@@ -248,21 +248,27 @@ class Meteor(Metric):
             return text_number, sentences
         from .packed import pack
 
+        # per distinct word ("type") once, then gathered to the tokens
+        types = list(stems)
         tokens = list(itertools.chain.from_iterable(uniq))
-        n = len(tokens)
-        synsets = {t: syn(t) for t in stems}
+        tok_type = np.fromiter(map(dict(zip(types, range(len(types)))).__getitem__, tokens),
+                               dtype=np.int64, count=len(tokens))
+        synsets = [syn(t) for t in types]
         # a synset held by one distinct word only can match nothing (a word is never a synonym
         # match of itself): leaving such synsets out changes no candidate and shrinks the arrays
-        held = Counter(itertools.chain.from_iterable(synsets.values()))
-        info = {t: (keys[t], keys[stems[t]], t in fw, tuple(sorted(x for x in synsets[t] if held[x] > 1)))
-                for t in stems}
-        rows = list(map(info.__getitem__, tokens))
-        key = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
-        skey = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
-        func = np.fromiter((r[2] for r in rows), dtype=np.uint8, count=n)
-        paraphrases, ngrams = para.rows(sentence_ids, pair_idx)
-        return text_number, pack([len(w) for w in uniq], key, skey, func, [r[3] for r in rows],
-                                 paraphrases, ngrams)
+        held = Counter(itertools.chain.from_iterable(synsets))
+        n = len(types)
+        lengths = np.fromiter(map(len, uniq), dtype=np.int64, count=len(uniq))
+        paraphrases, ngrams = para.rows(lengths, np.asarray(para.ids(types), dtype=np.int64)[tok_type], pair_idx)
+        hyps = np.zeros(len(uniq), dtype=bool)
+        hyps[pair_idx[:, 0]] = True
+        return text_number, pack(
+            lengths, tok_type, hyps,
+            key=np.fromiter(map(keys.__getitem__, types), dtype=np.int64, count=n),
+            skey=np.fromiter((keys[stems[t]] for t in types), dtype=np.int64, count=n),
+            func=np.fromiter((t in fw for t in types), dtype=np.uint8, count=n),
+            synsets=[sorted(x for x in s if held[x] > 1) for s in synsets],
+            para=paraphrases, ngrams=ngrams)
 
     # -- scores -------------------------------------------------------------------------------
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:

@@ -353,10 +353,17 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
 
 
 def _member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
-    """values isin pool, by binary search in the sorted distinct pool (faster than np.isin
-    for large 64-bit arrays)."""
+    """values isin pool (uint64): through the compiled kernel's hash set where it is built,
+    else by binary search in the sorted distinct pool (faster than np.isin for large 64-bit
+    arrays)."""
     if len(pool) == 0 or len(values) == 0:
         return np.zeros(len(values), dtype=bool)
+    try:
+        from .kernel import isin_u64
+    except ImportError:
+        pass
+    else:
+        return isin_u64(np.ascontiguousarray(values, dtype=np.uint64), np.ascontiguousarray(pool, dtype=np.uint64))
     pool = _sorted_unique(pool)
     idx = np.searchsorted(pool, values)
     idx[idx == len(pool)] = 0
@@ -388,7 +395,8 @@ class ParaphraseTable:
         self.vocab = dict(zip(words, range(len(words))))
         self.max_len = int(json.loads((folder / "manifest.json").read_text())["para_max_len"])
 
-    def ids(self, words: tuple[str, ...]) -> list[int]:
+    def ids(self, words) -> list[int]:
+        """The table's ids of `words` (-1 for a word the table does not hold)."""
         get = self.vocab.get
         return [get(w, -1) for w in words]
 
@@ -401,7 +409,9 @@ class ParaphraseTable:
         the jar's order (position, length, entry).
         """
         out: list[tuple[dict, dict]] = [({}, {}) for _ in sentences]
-        para, ngrams = self.rows(sentences, pairs)
+        lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
+        flat = np.fromiter((i for s in sentences for i in s), dtype=np.int64, count=int(lengths.sum()))
+        para, ngrams = self.rows(lengths, flat, pairs)
         rank = np.lexsort((para["entry"], para["len"], para["pos"], para["sent"]))
         for sent, pos, length, e, bk, bl in zip(*(para[k][rank].tolist() for k in
                                                    ("sent", "pos", "len", "entry", "key", "plen"))):
@@ -410,8 +420,10 @@ class ParaphraseTable:
             out[sent][1].setdefault(k, []).append(pos)
         return out
 
-    def rows(self, sentences: list[list[int]], pairs: np.ndarray) -> tuple[dict, dict]:
-        """The paraphrase facts of a batch as flat arrays: (paraphrases, n-grams).
+    def rows(self, lengths: np.ndarray, flat: np.ndarray, pairs: np.ndarray) -> tuple[dict, dict]:
+        """The paraphrase facts of a batch as flat arrays: (paraphrases, n-grams). The
+        sentences are `lengths` (int64, one per sentence) and `flat`, their word ids (`ids`)
+        one after the other.
 
         paraphrases: one row per table entry whose phrase occurs in a sentence: `sent`,
         `pos` (where the phrase starts), `len` (its length), `entry` (table order), `key`
@@ -425,13 +437,9 @@ class ParaphraseTable:
         para = {k: np.zeros(0, dtype=np.int64) for k in ("sent", "pos", "len", "entry", "plen")}
         para["key"] = np.zeros(0, dtype=np.uint64)
         ngrams = {"sent": para["sent"], "pos": para["pos"], "key": para["key"]}
-        if not sentences or self.max_len == 0:
+        if len(flat) == 0 or self.max_len == 0:
             return para, ngrams
-        lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
-        flat = np.fromiter((i for s in sentences for i in s), dtype=np.int64, count=int(lengths.sum()))
-        if len(flat) == 0:
-            return para, ngrams
-        sent_of = np.repeat(np.arange(len(sentences)), lengths)
+        sent_of = np.repeat(np.arange(len(lengths)), lengths)
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         end = starts[sent_of] + lengths[sent_of]
         key = np.zeros(len(flat), dtype=np.uint64)
@@ -488,7 +496,7 @@ class ParaphraseTable:
         ng = np.flatnonzero(_member(s_key, bkey))          # n-grams that are some paraphrase
         # partner filter: (sentence, key) codes, matched across the aligned pairs
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        n_sent = len(sentences)
+        n_sent = len(lengths)
         both = _sorted_unique(np.concatenate([pairs[:, 0] * n_sent + pairs[:, 1], pairs[:, 1] * n_sent + pairs[:, 0]]))
         both = np.stack([both // n_sent, both % n_sent], axis=1)
         part_off = np.zeros(n_sent + 1, dtype=np.int64)
