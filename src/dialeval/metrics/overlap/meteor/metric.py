@@ -3,6 +3,9 @@
 Statistics rows hold the jar's 23 fields of the selected reference plus one column, the chunk
 count that enters the corpus sum (the jar leaves out the chunks of perfect segments), so the
 corpus score is a function of column sums and rows merge like every other metric's.
+
+Pairs are aligned by the compiled kernel (`kernel.pyx`, built by setup.py) where it is built,
+else by the pure-Python aligner (`align`), which gives the same rows and is the tests' reference.
 """
 
 from __future__ import annotations
@@ -143,7 +146,8 @@ class Meteor(Metric):
         meteor_resources: folder holding METEOR 1.5's meteor-1.5.jar and data/paraphrase-en.gz
             (default: $DIALEVAL_METEOR_RESOURCES, else the installed pycocoevalcap)
         meteor_workers: processes that align METEOR pairs (default: 2 where the machine has 2
-            cores and the set has at least 5,000 pairs, else 1)
+            cores and the set has at least 100,000 pairs, else 1; 5,000 pairs where the
+            compiled kernel is not built)
         meteor_compare: how the exact and stem stages compare words: "hash" (default) as the
             jar does, by Java String.hashCode(), so words with equal hash codes ("do" and "f1")
             match; "strings" compares the words themselves (collision-free, not the jar's
