@@ -124,3 +124,13 @@ def test_score_rows_equals_score_stats():
     got = kernel.score_rows(rows)
     want = np.array([meteor_metric.score_stats(r) for r in rows])
     np.testing.assert_array_equal(got, want)
+
+
+def test_forked_workers_give_the_same_rows(phrases, monkeypatch):
+    hyps = ["the big car runs", "do it", "a film of public"] * 3
+    refs = [["a large automobile is running", "f1 it"], ["do it ."], [phrases[3], "the movie"]] * 3
+    batch = Batch(hyps, refs)
+    one = meteor_metric.Meteor(meteor_workers=1).multi_stats(batch)
+    monkeypatch.setattr(meteor_metric, "_MIN_PAIRS_PER_WORKER_COMPILED", 1)
+    two = meteor_metric.Meteor(meteor_workers=2).multi_stats(batch)
+    np.testing.assert_array_equal(one, two)
