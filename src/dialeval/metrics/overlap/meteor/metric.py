@@ -227,7 +227,6 @@ class Meteor(Metric):
         para = res.paraphrases
         number = {w: k for k, w in enumerate(uniq)}
         pair_idx = np.array([(number[words[a]], number[words[b]]) for a, b in pairs], dtype=np.int64).reshape(-1, 2)
-        sentence_ids = [para.ids(w) for w in uniq]
         stems: dict[str, str] = {}
         for tok in {t for w in uniq for t in w}:
             stems[tok] = stem(tok)
@@ -242,7 +241,8 @@ class Meteor(Metric):
         text_number = {t: number[words[t]] for t in texts}
         if not compiled:
             sentences = []
-            for w, (paraphrases, ngrams) in zip(uniq, para.analyse(sentence_ids, pair_idx)):
+            analysed = para.analyse([para.ids(w) for w in uniq], pair_idx)
+            for w, (paraphrases, ngrams) in zip(uniq, analysed):
                 st = [stems[t] for t in w]
                 sentences.append(Sentence(words=w, function=[t in fw for t in w], stems=st,
                                           keys=tuple(map(keys.__getitem__, w)),
