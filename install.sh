@@ -107,8 +107,6 @@ fi
 # METEOR: parse METEOR 1.5's paraphrase table (from the pycocoevalcap wheel) once into the
 # local cache (~/.cache/dialeval/meteor); a no-op when the cache already exists.
 "$PY" -c "from dialeval.metrics.overlap.meteor.resources import load_resources; load_resources()"
-# ... and compile its numba beam search once (cached next to the module: later runs load it)
-"$PY" -c "from dialeval.metrics.overlap.meteor import beam; beam.warm_up()"
 
 # Embedding metrics: default word vectors (all-MiniLM-L6-v2's input word embeddings) written
 # once to ~/.cache/dialeval/artifacts/word-vectors-default; skipped when already there.

@@ -5,9 +5,8 @@ that holds "word" three times, so each of those three reference positions has N 
 matches: the case where a search that builds every extension before pruning to the beam
 (the jar's) grows with 40 x N paths of N used-word flags each.
 
-Each measurement is a fresh process: dialeval's peak RSS is its own `ru_maxrss` (numba's
-LLVM, imported only for pairs with 50,000 or more candidate matches, is about 125 MB of it); the jar's is the
-JVM's VmHWM (pycocoevalcap starts it with -Xmx2G; its paraphrase table alone is ~1.1 GB).
+Each measurement is a fresh process: dialeval's peak RSS is its own `ru_maxrss` (the compiled
+kernel, or with `--python-search` also the pure-Python aligner); the jar's is the JVM's VmHWM (pycocoevalcap starts it with -Xmx2G; its paraphrase table alone is ~1.1 GB).
 
     python3 benchmarks/bench_meteor_memory.py [--sizes 1000,10000,100000] [--jar] [--python-search]
 """
@@ -32,8 +31,8 @@ from dialeval.metrics.overlap.meteor.metric import Meteor
 from dialeval.metrics.overlap.meteor.resources import load_resources
 n, ref, python_search = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
 if python_search:
-    from dialeval.metrics.overlap.meteor import beam
-    beam._TRIED, beam._KERNEL = True, None
+    from dialeval.metrics.overlap.meteor import metric as _m
+    _m._kernel = lambda: None
 load_resources()
 t = time.perf_counter()
 metric = Meteor()
@@ -80,7 +79,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--jar", action="store_true", help="also run the METEOR 1.5 jar (pycocoevalcap)")
-    ap.add_argument("--python-search", action="store_true", help="also time dialeval without numba")
+    ap.add_argument("--python-search", action="store_true", help="also time the pure-Python aligner")
     args = ap.parse_args()
     print(f"{'N':>7} {'who':18} {'peak RSS MB':>11} {'seconds':>8}  score")
     for n in [int(x) for x in args.sizes.split(",")]:

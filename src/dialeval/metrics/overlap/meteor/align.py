@@ -19,11 +19,13 @@ Behaviour reproduced from the jar because the numbers depend on it:
   skip branch); the distance of a new branch is added to its parent instead, as in the jar;
 - chunks of the final alignment are recounted over it.
 
-The search has three implementations that choose the same alignment (tests/test_meteor_search.py
-checks each against the jar's procedure): `_search_small` (segments up to 512 words: every
-extension built, used words as int bit masks), `_search` (longer: extensions ranked first and
-built only when they enter the best 40, so memory stays bounded) and `beam` (the same in numba,
-for pairs with 50,000 or more candidates).
+This module is the pure-Python reference; `metric` runs the same procedure compiled
+(`kernel.pyx`) wherever the extension is built, and the tests check that both agree. The search
+has three implementations that choose the same alignment (tests/test_meteor_search.py checks
+each against the jar's procedure): `_search_small` (segments up to 512 words: every extension
+built, used words as int bit masks), `_search` (longer: extensions ranked first and built only
+when they enter the best 40, so memory stays bounded) and the kernel's `search_rows` (the same
+in C, with bit sets; `_search_compiled` calls it on this module's candidate lists).
 """
 
 from __future__ import annotations
@@ -34,9 +36,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from . import beam
-
-BEAM = beam.BEAM
+BEAM = 40
 
 
 @dataclass
@@ -172,18 +172,14 @@ def align(h: Sentence, r: Sentence) -> list[tuple]:
     for m in found:
         used1[m[2]:m[2] + m[3]] = b"\x01" * m[3]
         used2[m[0]:m[0] + m[1]] = b"\x01" * m[1]
-    if sum(map(len, cands)) >= COMPILED_FROM and beam.available():
-        return _search_compiled(cands, fixed, used1, used2, n2)
     return _search(cands, fixed, used1, used2, n2)
 
 
 # Sentences up to this many words take `_search_small` (used words as int bit masks, every
 # extension built, as the jar does: at most 40 x 512 small objects per position). Longer ones
-# take `_search`, which builds only the extensions that enter the beam; from COMPILED_FROM
-# candidates on (a repetitive 20,000-word response has 20,000 at each matching position),
-# the numba kernel, whose import and load (about a second) then pays for itself.
+# take `_search`, which builds only the extensions that enter the beam (a repetitive
+# 20,000-word response has 20,000 candidates at each matching position).
 SMALL = 512
-COMPILED_FROM = 50_000
 
 
 def flags_to_bits(flags: bytearray) -> int:
@@ -261,15 +257,18 @@ def _best_of(paths, fixed):
 
 
 def _search_compiled(cands, fixed, used1, used2, n2):
-    """The same search by the numba kernel (`beam`), on the candidates laid out flat."""
+    """The same search by the compiled kernel (`kernel.search_rows`), on the candidates laid
+    out flat (used by the tests; the metric runs whole pairs in the kernel)."""
+    from . import kernel
+
     flat = [m for lst in cands for m in lst]
     sizes = np.fromiter(map(len, cands), dtype=np.int64, count=n2)
     off = np.zeros(n2 + 1, dtype=np.int64)
     np.cumsum(sizes, out=off[1:])
     rows = np.array(flat, dtype=np.int64).reshape(-1, 6)
     fixed_row = np.where(np.fromiter((m is not None for m in fixed), dtype=bool, count=n2), off[:-1], -1)
-    chosen = beam.search(off, rows, fixed_row, np.frombuffer(used1, dtype=np.uint8).copy(),
-                         np.frombuffer(used2, dtype=np.uint8).copy())
+    chosen = kernel.search_rows(off, rows, fixed_row, np.frombuffer(bytes(used1), dtype=np.uint8),
+                                np.frombuffer(bytes(used2), dtype=np.uint8))
     out = [m for m in fixed if m is not None]
     out.extend(flat[k] for k in chosen.tolist())
     out.sort(key=lambda m: m[0])

@@ -106,25 +106,26 @@ class Normalizer:
         return java_trim(_WHITE.sub(" ", s))
 
     def _split_final_dots(self, tokens: list[str]) -> str:
-        """A word-final '.' becomes its own token unless the word is a known abbreviation."""
-        out = []
+        """A word-final '.' becomes its own token unless the word is a known abbreviation.
+        Returns the tokens each followed by one space (only words ending in '.' are looked at)."""
+        dotted = [k for k, word in enumerate(tokens) if word[-1] == "." and len(word) > 1]
+        if not dotted:
+            return "".join([word + " " for word in tokens])
+        out = list(tokens)
         last = len(tokens) - 1
-        for k, word in enumerate(tokens):
-            if len(word) > 1 and word.endswith("."):
-                pre = word[:-1]
-                kind = self.nonbreaking.get(pre)
-                if "." in pre and _NBP_ALPHA.search(pre):
-                    out.append(word.replace(".", ""))
-                elif kind == 1 or (k < last and _NBP_LOWER.match(tokens[k + 1])):
-                    out.append(word)
-                elif kind == 2 and k < last and _NBP_DIGITS.match(tokens[k + 1]):
-                    out.append(word)
-                else:
-                    out.append(pre + " .")
+        for k in dotted:
+            word = tokens[k]
+            pre = word[:-1]
+            kind = self.nonbreaking.get(pre)
+            if "." in pre and _NBP_ALPHA.search(pre):
+                out[k] = word.replace(".", "")
+            elif kind == 1 or (k < last and _NBP_LOWER.match(tokens[k + 1])):
+                pass
+            elif kind == 2 and k < last and _NBP_DIGITS.match(tokens[k + 1]):
+                pass
             else:
-                out.append(word)
-            out.append(" ")
-        return "".join(out)
+                out[k] = pre + " ."
+        return "".join([word + " " for word in out])
 
 
 def parse_nonbreaking(text: str) -> dict[str, int]:

@@ -353,10 +353,17 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
 
 
 def _member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
-    """values isin pool, by binary search in the sorted distinct pool (faster than np.isin
-    for large 64-bit arrays)."""
+    """values isin pool (uint64): through the compiled kernel's hash set where it is built,
+    else by binary search in the sorted distinct pool (faster than np.isin for large 64-bit
+    arrays)."""
     if len(pool) == 0 or len(values) == 0:
         return np.zeros(len(values), dtype=bool)
+    try:
+        from .kernel import isin_u64
+    except ImportError:
+        pass
+    else:
+        return isin_u64(np.ascontiguousarray(values, dtype=np.uint64), np.ascontiguousarray(pool, dtype=np.uint64))
     pool = _sorted_unique(pool)
     idx = np.searchsorted(pool, values)
     idx[idx == len(pool)] = 0
@@ -388,7 +395,8 @@ class ParaphraseTable:
         self.vocab = dict(zip(words, range(len(words))))
         self.max_len = int(json.loads((folder / "manifest.json").read_text())["para_max_len"])
 
-    def ids(self, words: tuple[str, ...]) -> list[int]:
+    def ids(self, words) -> list[int]:
+        """The table's ids of `words` (-1 for a word the table does not hold)."""
         get = self.vocab.get
         return [get(w, -1) for w in words]
 
@@ -397,19 +405,41 @@ class ParaphraseTable:
 
         paraphrases: paraphrase hash -> [(position, phrase length, entry, paraphrase length)]
         for every table entry whose phrase occurs at that position; n-grams: hash -> positions.
-        `pairs` ((k, 2) sentence indices) are the sentences that will be aligned together;
-        both dicts keep only what can meet across such a pair (a paraphrase that is an n-gram
-        of a partner, an n-gram that is a partner's paraphrase), so the aligner loops over
-        real candidates only. Lists are in the jar's order (position, length, entry).
+        The same content as `rows`, in the form the pure-Python aligner reads; lists are in
+        the jar's order (position, length, entry).
         """
         out: list[tuple[dict, dict]] = [({}, {}) for _ in sentences]
-        if not sentences or self.max_len == 0:
-            return out
         lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
         flat = np.fromiter((i for s in sentences for i in s), dtype=np.int64, count=int(lengths.sum()))
-        if len(flat) == 0:
-            return out
-        sent_of = np.repeat(np.arange(len(sentences)), lengths)
+        para, ngrams = self.rows(lengths, flat, pairs)
+        rank = np.lexsort((para["entry"], para["len"], para["pos"], para["sent"]))
+        for sent, pos, length, e, bk, bl in zip(*(para[k][rank].tolist() for k in
+                                                   ("sent", "pos", "len", "entry", "key", "plen"))):
+            out[sent][0].setdefault(bk, []).append((pos, length, e, bl))
+        for sent, pos, k in zip(ngrams["sent"].tolist(), ngrams["pos"].tolist(), ngrams["key"].tolist()):
+            out[sent][1].setdefault(k, []).append(pos)
+        return out
+
+    def rows(self, lengths: np.ndarray, flat: np.ndarray, pairs: np.ndarray) -> tuple[dict, dict]:
+        """The paraphrase facts of a batch as flat arrays: (paraphrases, n-grams). The
+        sentences are `lengths` (int64, one per sentence) and `flat`, their word ids (`ids`)
+        one after the other.
+
+        paraphrases: one row per table entry whose phrase occurs in a sentence: `sent`,
+        `pos` (where the phrase starts), `len` (its length), `entry` (table order), `key`
+        (hash of the paraphrase) and `plen` (the paraphrase's length); n-grams: `sent`, `pos`,
+        `key` for every n-gram that some partner's paraphrase equals, by position.
+        `pairs` ((k, 2) sentence indices) are the sentences that will be aligned together;
+        both keep only what can meet across such a pair (a paraphrase that is an n-gram
+        of a partner, an n-gram that is a partner's paraphrase), so the aligner loops over
+        real candidates only.
+        """
+        para = {k: np.zeros(0, dtype=np.int64) for k in ("sent", "pos", "len", "entry", "plen")}
+        para["key"] = np.zeros(0, dtype=np.uint64)
+        ngrams = {"sent": para["sent"], "pos": para["pos"], "key": para["key"]}
+        if len(flat) == 0 or self.max_len == 0:
+            return para, ngrams
+        sent_of = np.repeat(np.arange(len(lengths)), lengths)
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         end = starts[sent_of] + lengths[sent_of]
         key = np.zeros(len(flat), dtype=np.uint64)
@@ -428,12 +458,16 @@ class ParaphraseTable:
             span_len.append(np.full(len(ok), k + 1, dtype=np.int64))
             span_key.append(key[ok].copy())
         if not span_tok:
-            return out
+            return para, ngrams
         s_tok = np.concatenate(span_tok)
         s_len = np.concatenate(span_len)
         s_key = np.concatenate(span_key)
-        u = np.searchsorted(self.ukeys, s_key)
+        # look each distinct n-gram up once, in sorted order (the table's keys are far larger
+        # than the cache: sorted needles walk them in order)
+        needles, back = np.unique(s_key, return_inverse=True)
+        u = np.searchsorted(self.ukeys, needles)
         u[u >= len(self.ukeys)] = 0
+        u = u[back]
         known = np.flatnonzero(self.ukeys[u] == s_key) if len(self.ukeys) else np.zeros(0, dtype=np.int64)
         lo = np.zeros(len(s_key), dtype=np.int64)
         hi = np.zeros(len(s_key), dtype=np.int64)
@@ -442,7 +476,7 @@ class ParaphraseTable:
         count = hi - lo
         total = int(count.sum())
         if total == 0:
-            return out
+            return para, ngrams
         span = np.repeat(np.arange(len(s_key)), count)
         first = np.repeat(np.cumsum(count) - count, count)
         entry = np.asarray(self.order[lo[span] + (np.arange(total) - first)], dtype=np.int64)
@@ -462,7 +496,7 @@ class ParaphraseTable:
         ng = np.flatnonzero(_member(s_key, bkey))          # n-grams that are some paraphrase
         # partner filter: (sentence, key) codes, matched across the aligned pairs
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        n_sent = len(sentences)
+        n_sent = len(lengths)
         both = _sorted_unique(np.concatenate([pairs[:, 0] * n_sent + pairs[:, 1], pairs[:, 1] * n_sent + pairs[:, 0]]))
         both = np.stack([both // n_sent, both % n_sent], axis=1)
         part_off = np.zeros(n_sent + 1, dtype=np.int64)
@@ -483,19 +517,13 @@ class ParaphraseTable:
         ng = ng[_member(_code(ng_sent, s_key[ng]), spread(ent_sent[keep], bkey[keep]))]
         entry, span, bkey = entry[keep], span[keep], bkey[keep]
         blen = np.asarray(self.b_off[entry + 1]) - np.asarray(self.b_off[entry])
-        rank = np.lexsort((entry, s_len[span], s_tok[span]))
         tok = s_tok[span]
-        sent_list = sent_of.tolist()
-        start_list = starts.tolist()
-        for t, L, e, bk, bl in zip(tok[rank].tolist(), s_len[span][rank].tolist(), entry[rank].tolist(),
-                                   bkey[rank].tolist(), blen[rank].tolist()):
-            sent = sent_list[t]
-            out[sent][0].setdefault(bk, []).append((t - start_list[sent], L, e, bl))
-        wanted = ng[np.argsort(s_tok[ng], kind="stable")]
-        for t, k in zip(s_tok[wanted].tolist(), s_key[wanted].tolist()):
-            sent = sent_list[t]
-            out[sent][1].setdefault(k, []).append(t - start_list[sent])
-        return out
+        para = {"sent": sent_of[tok], "pos": tok - starts[sent_of[tok]], "len": s_len[span], "entry": entry,
+                "key": bkey, "plen": blen.astype(np.int64)}
+        ng = ng[np.argsort(s_tok[ng], kind="stable")]
+        tok = s_tok[ng]
+        ngrams = {"sent": sent_of[tok], "pos": tok - starts[sent_of[tok]], "key": s_key[ng]}
+        return para, ngrams
 
 
 class SynonymTable:
