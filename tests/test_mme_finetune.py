@@ -122,7 +122,9 @@ def test_training_record_and_signature(tuned):
 
 def test_save_load_round_trip_identical(tuned, tmp_path):
     """A copy of the folder, loaded in a fresh model object, scores bit for bit the same; and the
-    sub-model's raw scores come from its own tuned encoder, not the shared frozen one."""
+    sub-model's raw scores come from its own tuned encoder (the shared frozen one only when
+    fine-tuning kept the base layers)."""
+    import torch
     from test_mme import _samples
 
     from dialeval.metrics.mme.encoder import shared_encoder
@@ -137,11 +139,22 @@ def test_save_load_round_trip_identical(tuned, tmp_path):
     again = score(_samples(), ENCODER_METRICS, mme_model=str(copy), mme_norm="none")
     for name in ENCODER_METRICS:
         np.testing.assert_array_equal(again.sentence[name], first.sentence[name])
-    fm = MMEModel(str(copy)).get("fm")
     responses = [s.response for s in _samples()]
-    np.testing.assert_array_equal(fm.raw(responses), first.sentence["mme_fm"])
-    assert isinstance(fm._encoder(), TunedEncoder) and fm._encoder() is not shared_encoder(None)
-    assert fm._encoder().fingerprint().endswith("+top2@" + fm.weights_id_)
+    base = _base_layers()
+    contexts = [s.context for s in _samples()]
+    for sub, metric in (("fm", "mme_fm"), ("rm", "mme_rm"), ("em", "mme_em")):
+        model = MMEModel(str(copy)).get(sub)
+        raw = model.raw(contexts, responses) if sub == "rm" else model.raw(responses)
+        np.testing.assert_array_equal(raw, first.sentence[metric])
+        # its own tuned layers; the shared frozen encoder only when the kept layers are the base ones
+        same_as_base = all(torch.equal(model.tuned_layers_[f"encoder.layer.{i}.{k}"], v)
+                           for i in (4, 5) for k, v in base.encoder.layer[i].state_dict().items())
+        assert model.info_["kept_base_layers"] == same_as_base
+        if same_as_base:
+            assert model._encoder() is shared_encoder(None)
+        else:
+            assert isinstance(model._encoder(), TunedEncoder)
+            assert model._encoder().fingerprint().endswith("+top2@" + model.weights_id_)
 
 
 def test_tampered_tuned_weights_refused(tuned, tmp_path, capsys):

@@ -73,7 +73,7 @@ class HeadSubMetric(Estimator):
             enc = self._encoder()
             x = combine(*[enc.features(list(c)) for c in columns])
             return self._fit_head(x, y, started, {**info, "encoder_mode": "frozen"}, deadline)
-        from .finetune import Prepared, TunedEncoder, finetune
+        from .finetune import Prepared, finetune
 
         prep = Prepared([t for c in columns for t in c], self.finetune_layers, self.encoder)
         x = combine(*[prep.features(c) for c in columns])
@@ -86,14 +86,16 @@ class HeadSubMetric(Estimator):
         self.tuned_layers_ = tensors
         self.tuned_indices_ = list(ft_info["tuned_layer_indices"])
         self.weights_id_ = _tensors_id(tensors)
-        self._tuned_encoder = TunedEncoder(_by_layer(tensors), self.encoder, self.weights_id_)
+        self._tuned_encoder = self._tuned_or_shared(_by_layer(tensors))
         # the normalisation range and accuracy from the tuned model's scores on the held-out rows
         valid = self._valid_idx
-        enc = self._tuned_encoder
+        enc = self._encoder()
         xv = combine(*[enc.features([c[i] for i in valid]) for c in columns])
         held = sigmoid(head_forward(arrays, xv))
         self.norm_low_, self.norm_high_ = fit_range(held)
-        self.info_.update({**ft_info, "frozen_head": frozen_info, "encoder": enc.fingerprint(),
+        self.info_.update({**ft_info, "frozen_head": frozen_info,
+                           "encoder": f"{enc.fingerprint().split('+')[0]}+top{self.finetune_layers}@{self.weights_id_}",
+                           "kept_base_layers": self._tuned_encoder is None,
                            "valid_accuracy": round(float(((held >= 0.5) == (np.asarray(y)[valid] >= 0.5)).mean()), 4),
                            "train_seconds": round(time.monotonic() - started, 1)})
         return self
@@ -159,7 +161,7 @@ class HeadSubMetric(Estimator):
         self.info_ = dict(values.get("info_") or {})
         self._tuned_encoder = None
         if self.encoder_mode == "finetune":
-            from .finetune import WEIGHTS_FILE, TunedEncoder, load_layers
+            from .finetune import WEIGHTS_FILE, load_layers
 
             if "tuned_indices_" not in values or "weights_id_" not in values:
                 raise DialevalError(f"{directory}/config.json: a fine-tuned {self.kind} without its tuned layer record")
@@ -169,7 +171,22 @@ class HeadSubMetric(Estimator):
             self.tuned_layers_ = {f"encoder.layer.{i}.{k}": v for i, d in layers.items() for k, v in d.items()}
             if _tensors_id(self.tuned_layers_) != self.weights_id_:
                 raise DialevalError(f"{directory}/{WEIGHTS_FILE}: its tensors differ from the ones recorded at training")
-            self._tuned_encoder = TunedEncoder(layers, self.encoder, self.weights_id_)
+            self._tuned_encoder = self._tuned_or_shared(layers)
+
+    def _tuned_or_shared(self, layers: Mapping[int, Mapping[str, Any]]):
+        """The tuned encoder; or None (the shared frozen one) when the kept layers are the base
+        model's own, which happens when no fine-tuned epoch beat the head-only start on the
+        held-out rows: the features are then the frozen ones, bit for bit, and sharing the
+        frozen encoder saves a whole encoding pass."""
+        from .encoder import _load, default_encoder_dir
+        from .finetune import TunedEncoder
+
+        base = _load(self.encoder or default_encoder_dir())[1]
+        base_id = _tensors_id({f"encoder.layer.{i}.{k}": v for i in layers
+                               for k, v in base.encoder.layer[i].state_dict().items()})
+        if base_id == self.weights_id_:
+            return None
+        return TunedEncoder(layers, self.encoder, self.weights_id_)
 
 
 def _tensors_id(tensors: Mapping[str, Any]) -> str:
