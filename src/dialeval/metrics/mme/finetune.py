@@ -42,7 +42,6 @@ from ...errors import DialevalError
 from .encoder import FEATURE_DIM, MAX_TOKENS, _load, default_encoder_dir, encoder_id, torch_threads
 
 WEIGHTS_FILE = "encoder.safetensors"
-N_LAYERS = 6
 SD_FLOOR = 0.05        # below every live feature's sd on DailyDialog (1st percentile 0.17)
 
 
@@ -93,13 +92,14 @@ class Prepared:
     def __init__(self, texts: Sequence[str], layers: int, base_dir: str | None = None, batch_size: int = 64):
         import torch
 
-        if not 1 <= layers <= N_LAYERS:
-            raise DialevalError(f"finetune_layers must be 1..{N_LAYERS}, not {layers}")
         torch_threads()
         started = time.monotonic()
         self.base_dir = base_dir or default_encoder_dir()
         self.tokenizer, self.base = _load(self.base_dir)
-        self.n_lower = N_LAYERS - layers
+        self.n_layers = len(self.base.encoder.layer)        # 6 for all-MiniLM-L6-v2
+        if not 1 <= layers <= self.n_layers:
+            raise DialevalError(f"finetune_layers must be 1..{self.n_layers}, not {layers}")
+        self.n_lower = self.n_layers - layers
         self.texts = list(dict.fromkeys(texts))
         self.position = {t: i for i, t in enumerate(self.texts)}
         ids = _tokenize(self.tokenizer, self.texts)
@@ -153,7 +153,7 @@ class TunedEncoder:
         self.model_dir = base_dir or default_encoder_dir()
         tokenizer, base = _load(self.model_dir)
         self.tokenizer = tokenizer
-        self.n_lower = min(layers) if layers else N_LAYERS
+        self.n_lower = min(layers) if layers else len(base.encoder.layer)
         self.top = torch.nn.ModuleList()
         for index in sorted(layers):
             layer = copy.deepcopy(base.encoder.layer[index])
@@ -255,7 +255,7 @@ def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, co
     say = say or (lambda m: None)
     torch.manual_seed(seed)
     base, n_lower, states = prep.base, prep.n_lower, prep.states
-    layers = N_LAYERS - n_lower
+    layers = prep.n_layers - n_lower
     index = [prep.rows(col) for col in columns]
     top = copy.deepcopy(base.encoder.layer[n_lower:])
     for p in top.parameters():
@@ -361,7 +361,7 @@ def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, co
     arrays = {"mu": np.asarray(head_arrays["mu"], dtype=np.float64), "sd": sd_floored,
               "w0": hs["1.weight"].numpy().astype(np.float64), "b0": hs["1.bias"].numpy().astype(np.float64),
               "w1": hs["4.weight"].numpy().astype(np.float64), "b1": hs["4.bias"].numpy().astype(np.float64)}
-    info = {"finetune_layers": layers, "tuned_layer_indices": list(range(n_lower, N_LAYERS)),
+    info = {"finetune_layers": layers, "tuned_layer_indices": list(range(n_lower, prep.n_layers)),
             "finetune_epochs_run": epoch, "finetune_steps": steps, "finetune_best_epoch": round(best_epoch, 2),
             "finetune_stopped_by_deadline": stopped, "sd_floored_dims": int((np.asarray(head_arrays["sd"]) < SD_FLOOR).sum()), "finetune_valid_loss_start": round(start_loss, 5),
             "finetune_valid_loss_history": history, "finetune_train_loss_history": train_history, "valid_loss": round(best_loss, 5),
