@@ -7,21 +7,21 @@ lower layers stay as they were. Why the top N and not all six:
 
 - the lower layers' output for each training text is computed once and kept, so an epoch costs
   a forward and a backward pass through N layers only: with N = 2 that is about one frozen
-  forward pass per text, against about three for all six layers. On the shared 2-core CPU that
-  is the difference between three epochs and one in a 15-minute budget;
+  forward pass per text, against about three for all six layers, so about three times as many
+  epochs fit in the same budget on this CPU;
 - the stored artifact holds only the N changed layers (about 7 MB per layer as float32), beside
   a reference to the base encoder, which every install has.
 `finetune_layers=6` tunes every transformer layer (the embeddings always stay frozen).
 
-Training is in two stages, both on the same seeded held-out tenth of the training rows
+Training is in two stages, both judged on the same seeded held-out tenth of the training rows
 (DailyDialog train or the engagement labels; never a rated set):
 1. the head alone on the frozen features (exactly the frozen variant's head);
-2. the top layers and the head together (AdamW, `finetune_lr` for the layers, ten times that
-   for the head, linear warm-up over the first tenth of the steps then linear decay, gradient
-   norm clipped at 1, batches of 32 rows), starting from stage 1, so the head is not random when the encoder starts to
-   move. After every epoch (and when the time budget runs out) the held-out loss is measured;
-   the best state is kept, stage 1 included, so fine-tuning never ends worse than its start on
-   the held-out rows.
+2. the top layers and the head together, starting from stage 1 so that the head is not random
+   when the encoder starts to move: AdamW, `finetune_lr` for the layers and ten times that for
+   the head, linear warm-up over the first tenth of the steps then linear decay, gradient norm
+   clipped at 1, batches of 32 rows, no dropout inside the tuned layers. After every epoch (and
+   when the time budget runs out) the held-out loss is measured; the best state is kept, the
+   stage-2 start included, so fine-tuning never ends worse than its start on the held-out rows.
 
 At scoring time `TunedEncoder` gives the same [mean ; max] features as `FrozenEncoder`, through
 the base encoder with the tuned layers put in; each fine-tuned sub-metric has its own.
@@ -290,7 +290,7 @@ def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, co
     train_idx = np.setdiff1d(np.arange(n), valid_idx)
     rng = np.random.default_rng(seed)
 
-    def forward(rows: np.ndarray, train: bool):
+    def forward(rows: np.ndarray):
         need = list(dict.fromkeys(int(index[c][r]) for c in range(len(columns)) for r in rows))
         where = {t: k for k, t in enumerate(need)}
         feats = top_features(base, top, [states[t] for t in need])
@@ -306,7 +306,7 @@ def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, co
         with torch.no_grad():
             for s in range(0, len(valid_idx), 64):
                 rows = valid_idx[s:s + 64]
-                total += float(loss_fn(forward(rows, False), yt[rows])) * len(rows)
+                total += float(loss_fn(forward(rows), yt[rows])) * len(rows)
         return total / len(valid_idx)
 
     def snapshot():
@@ -333,7 +333,7 @@ def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, co
         done, train_loss = 0, 0.0
         for rows in batches:
             opt.zero_grad()
-            loss = loss_fn(forward(rows, True), yt[rows])
+            loss = loss_fn(forward(rows), yt[rows])
             train_loss += float(loss.detach())
             loss.backward()
             torch.nn.utils.clip_grad_norm_(list(top.parameters()) + list(head.parameters()), 1.0)
