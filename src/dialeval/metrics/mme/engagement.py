@@ -8,7 +8,7 @@ would be scaled to [0, 1] first, as the paper prefers over thresholding.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 
@@ -19,19 +19,25 @@ class EngagementModel(HeadSubMetric):
     kind = "mme-em"
 
     def __init__(self, max_examples: int = 3000, hidden: int = 64, epochs: int = 60, seed: int = 0,
-                 encoder: str | None = None):
-        super().__init__(max_examples=max_examples, hidden=hidden, epochs=epochs, seed=seed, encoder=encoder)
+                 encoder: str | None = None, encoder_mode: Literal["frozen", "finetune"] = "frozen",
+                 finetune_layers: int = 2, finetune_epochs: int = 3, finetune_lr: float = 3e-5):
+        super().__init__(max_examples=max_examples, hidden=hidden, epochs=epochs, seed=seed, encoder=encoder,
+                         encoder_mode=encoder_mode, finetune_layers=finetune_layers,
+                         finetune_epochs=finetune_epochs, finetune_lr=finetune_lr)
 
     def fit(self, texts: Sequence[str], labels: Sequence[float], source: dict | None = None,
-            deadline: float | None = None) -> "EngagementModel":
+            deadline: float | None = None, say=None) -> "EngagementModel":
         started = time.monotonic()
         y = np.asarray(labels, dtype=np.float32)
         if y.max() > 1.0:                       # a 1-5 style scale: min-max to [0, 1]
             y = (y - y.min()) / max(float(y.max() - y.min()), 1e-9)
         texts = list(texts)[: self.max_examples]
         y = y[: len(texts)]
-        x = self._encoder().features(texts)
-        return self._fit_head(x, y, started, {"sources": source or {}}, deadline)
+        return self._fit_columns([texts], y, _single, started, {"sources": source or {}}, deadline, say)
 
     def raw(self, responses: Sequence[str]) -> np.ndarray:
         return self.raw_from_features(self._encoder().features(list(responses)))
+
+
+def _single(x):
+    return x

@@ -20,7 +20,7 @@ from .submetric import HeadSubMetric
 class FluencyModel(HeadSubMetric):
     kind = "mme-fm"
 
-    def fit(self, utterances: Sequence[str], deadline: float | None = None) -> "FluencyModel":
+    def fit(self, utterances: Sequence[str], deadline: float | None = None, say=None) -> "FluencyModel":
         started = time.monotonic()
         rng = random.Random(self.seed)
         pool = [u for u in utterances if u.strip()]
@@ -32,8 +32,12 @@ class FluencyModel(HeadSubMetric):
         rules: dict[str, int] = {}
         for _, _, rule in examples:
             rules[rule] = rules.get(rule, 0) + 1
-        x = self._encoder().features(texts)
-        return self._fit_head(x, y, started, {"rules": rules, "source_utterances": len(pool)}, deadline)
+        return self._fit_columns([texts], y, _single, started, {"rules": rules, "source_utterances": len(pool)},
+                                 deadline, say)
 
     def raw(self, responses: Sequence[str]) -> np.ndarray:
         return self.raw_from_features(self._encoder().features(list(responses)))
+
+
+def _single(x):
+    return x

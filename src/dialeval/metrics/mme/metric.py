@@ -61,6 +61,9 @@ class _MMEBase(Metric):
         enc = (self.sub_model.info_ or {}).get("encoder")
         if enc:
             opts.append(("encoder", enc))
+        # the fine-tuned variant adds its mode and tuned weights; the frozen default adds nothing
+        if hasattr(self.sub_model, "signature_options"):
+            opts.extend(self.sub_model.signature_options())
         return opts
 
 

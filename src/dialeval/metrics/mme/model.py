@@ -47,16 +47,27 @@ def parse_only(text: str | None) -> list[str]:
 
 def train_mme(corpus: str, output: str, *, engagement: str | None = None, only: Sequence[str] = SUBMETRICS,
               max_minutes: float | None = None, max_examples: int = 3000, sm_sentences: int = 10000, seed: int = 0,
-              device: str = "cpu", encoder: str | None = None,
+              device: str = "cpu", encoder: str | None = None, encoder_mode: str = "frozen",
+              finetune_layers: int = 2, finetune_epochs: int = 3, finetune_lr: float = 3e-5,
               say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train `only` into `output`; returns the root config. `max_minutes` is a budget for the
     whole run, shared out evenly among the sub-metrics still to train (each stops its epochs
-    when its share runs out, keeping its best epoch so far)."""
+    when its share runs out, keeping its best epoch so far).
+
+    `encoder_mode="finetune"` fine-tunes the top `finetune_layers` MiniLM layers with the head
+    of FM, RM and EM (`finetune.py`); TCM and SM have no MiniLM pass to tune (TCM reads only
+    MiniLM's input embedding table, SM is its own masked LM, trained end to end already) and
+    train as in the frozen mode."""
     from .data import engagement_examples, read_dialogues, sample_dialogues
 
     if device != "cpu":
-        raise DialevalError(f"--device {device}: the MME heads train on the CPU in this version "
-                            "(the encoder is frozen; no end-to-end fine-tuning is implemented)")
+        raise DialevalError(f"--device {device}: the MME sub-metrics train on the CPU in this version")
+    if encoder_mode not in ("frozen", "finetune"):
+        raise DialevalError(f"encoder mode {encoder_mode!r}: choose frozen or finetune")
+    if not 1 <= int(finetune_layers) <= 6:
+        raise DialevalError(f"--finetune-layers {finetune_layers}: MiniLM has 6 layers; choose 1..6")
+    tuning = {"encoder_mode": encoder_mode, "finetune_layers": int(finetune_layers),
+              "finetune_epochs": int(finetune_epochs), "finetune_lr": float(finetune_lr)}
     say = say or (lambda m: None)
     if "em" in only and not engagement:
         raise DialevalError("training EM needs --engagement FOLDER (the predictive-engagement data), "
@@ -76,21 +87,24 @@ def train_mme(corpus: str, output: str, *, engagement: str | None = None, only: 
         t0, c0 = time.monotonic(), time.process_time()
         say(f"[mme] training {name} ...")
         if name == "fm":
-            model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder).fit(utterances, deadline)
+            model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder, **tuning).fit(
+                utterances, deadline, say)
         elif name == "rm":
-            model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder).fit(sample, deadline)
+            model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder, **tuning).fit(
+                sample, deadline, say)
         elif name == "tcm":
             model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder).fit(
                 sample, graph_dialogues=dialogues, deadline=deadline)
         elif name == "em":
             texts, labels, counts = engagement_examples(engagement)
-            model = classes[name](seed=seed, encoder=encoder).fit(texts, labels, counts, deadline)
+            model = classes[name](seed=seed, encoder=encoder, **tuning).fit(texts, labels, counts, deadline, say)
         else:
             model = classes[name](max_sentences=sm_sentences, seed=seed).fit(
                 [u for d in dialogues for u in d], deadline)
         model.save(os.path.join(output, name))
         root.setdefault("submetrics", {})[name] = {
             "estimator": type(model).__name__, "params": model.get_params(), "info": model.info_,
+            "encoder_mode": getattr(model, "encoder_mode", "own model (no MiniLM pass)"),
             "wall_seconds": round(time.monotonic() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1)}
         say(f"[mme] {name}: {root['submetrics'][name]['wall_seconds']} s wall, "
             f"{root['submetrics'][name]['cpu_seconds']} s CPU")

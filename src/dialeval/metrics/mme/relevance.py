@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 
@@ -24,8 +24,13 @@ from .submetric import HeadSubMetric
 CANDIDATES = 10
 
 
-def pair_features(ctx: np.ndarray, resp: np.ndarray) -> np.ndarray:
-    return np.concatenate([ctx, resp, ctx * resp, np.abs(ctx - resp)], axis=1)
+def pair_features(ctx, resp):
+    """[u ; v ; u*v ; |u-v|] of numpy arrays, or of torch tensors while fine-tuning."""
+    if isinstance(ctx, np.ndarray):
+        return np.concatenate([ctx, resp, ctx * resp, np.abs(ctx - resp)], axis=1)
+    import torch
+
+    return torch.cat([ctx, resp, ctx * resp, (ctx - resp).abs()], dim=1)
 
 
 def word_vector_means(encoder, texts: Sequence[str]) -> np.ndarray:
@@ -62,11 +67,15 @@ class RelevanceModel(HeadSubMetric):
     kind = "mme-rm"
 
     def __init__(self, max_examples: int = 3000, hidden: int = 256, epochs: int = 30, seed: int = 0,
-                 encoder: str | None = None, context_turns: int = 1):
-        super().__init__(max_examples=max_examples, hidden=hidden, epochs=epochs, seed=seed, encoder=encoder)
+                 encoder: str | None = None, context_turns: int = 1,
+                 encoder_mode: Literal["frozen", "finetune"] = "frozen", finetune_layers: int = 2,
+                 finetune_epochs: int = 3, finetune_lr: float = 3e-5):
+        super().__init__(max_examples=max_examples, hidden=hidden, epochs=epochs, seed=seed, encoder=encoder,
+                         encoder_mode=encoder_mode, finetune_layers=finetune_layers,
+                         finetune_epochs=finetune_epochs, finetune_lr=finetune_lr)
         self.context_turns = context_turns
 
-    def fit(self, dialogues: Sequence[list[str]], deadline: float | None = None) -> "RelevanceModel":
+    def fit(self, dialogues: Sequence[list[str]], deadline: float | None = None, say=None) -> "RelevanceModel":
         started = time.monotonic()
         rng = random.Random(self.seed)
         pairs = pairs_of(dialogues, self.context_turns)
@@ -74,7 +83,7 @@ class RelevanceModel(HeadSubMetric):
         pairs = pairs[: max(1, self.max_examples // 2)]
         contexts = [context_text(p.context, self.context_turns) for p in pairs]
         responses = [p.response for p in pairs]
-        enc = self._encoder()
+        enc = self._frozen_encoder()
         negatives = median_negatives(responses, word_vector_means(enc, responses), rng)
         ctx_texts, resp_texts, labels = [], [], []
         for i, (c, r) in enumerate(zip(contexts, responses)):
@@ -83,10 +92,10 @@ class RelevanceModel(HeadSubMetric):
             ctx_texts += [c, c]
             resp_texts += [r, responses[negatives[i]]]
             labels += [1.0, 0.0]
-        x = pair_features(enc.features(ctx_texts), enc.features(resp_texts))
-        return self._fit_head(x, np.array(labels, dtype=np.float32), started,
-                              {"pairs": len(pairs), "negative": f"median of {CANDIDATES} by word-vector cosine"},
-                              deadline)
+        return self._fit_columns([ctx_texts, resp_texts], np.array(labels, dtype=np.float32), pair_features,
+                                 started, {"pairs": len(pairs),
+                                           "negative": f"median of {CANDIDATES} by word-vector cosine"},
+                                 deadline, say)
 
     def raw(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> np.ndarray:
         enc = self._encoder()
