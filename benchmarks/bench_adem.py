@@ -386,7 +386,7 @@ def cmd_speed(args):
         metric = build_metric("adem", adem_model=folder)
         metric.compute(batch)
         dt = time.time() - t0
-        size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+        size = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(folder) for f in files)
         out[spec] = {"responses": len(rows), "seconds": round(dt, 2), "responses_per_s": round(len(rows) / dt, 2),
                      "ratio_to_bleu2": round(dt / max(out["bleu2_seconds"], 1e-9), 1), "adem_folder_bytes": size}
         log(f"{spec}: {out[spec]}")
