@@ -70,7 +70,8 @@ class DocumentFrequencies:
     a set is the same however it was sharded."""
 
     n_items: int
-    keys: list[np.ndarray]     # per order, sorted uint64
+    keys: list[np.ndarray]     # per order, distinct uint64 (sorted after a merge; the kernel's
+                               # first pass leaves them in order of first appearance)
     counts: list[np.ndarray]   # per order, int64
 
     def merge(self, other: "DocumentFrequencies") -> "DocumentFrequencies":
@@ -92,6 +93,12 @@ class DocumentFrequencies:
         keys, counts = self.keys[order - 1], self.counts[order - 1]
         if not len(keys):
             return np.zeros(len(hashes), dtype=np.float64)
+        kernel = compiled()
+        if kernel is not None:
+            return kernel.lookup_counts(keys, counts, np.ascontiguousarray(hashes, dtype=np.uint64))
+        if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
+            order = np.argsort(keys)
+            keys, counts = keys[order], counts[order]
         pos = np.minimum(np.searchsorted(keys, hashes), len(keys) - 1)
         return np.where(keys[pos] == hashes, counts[pos], 0).astype(np.float64)
 
@@ -121,10 +128,8 @@ def document_frequencies(batch: Batch, tokenizer: str) -> DocumentFrequencies:
             _, gid_r, hashes = grams(batch, tokenizer, n)
             df = kernel.doc_freq(ref_off, tb.ref.starts, tb.ref.lengths, gid_r, len(hashes), n)
             present = np.flatnonzero(df)
-            found = hashes[present]
-            order = np.argsort(found, kind="stable")
-            keys.append(found[order])
-            counts.append(df[present][order])
+            keys.append(hashes[present])   # in order of first appearance (see the class doc)
+            counts.append(df[present])
         return DocumentFrequencies(len(batch), keys, counts)
     for n in range(1, MAX_ORDER + 1):
         c = ngram_counts(batch, tokenizer, n)

@@ -308,6 +308,70 @@ def ngram_ids(const int64_t[::1] ids_h, const int64_t[::1] starts_h, const int64
     return gid_h_arr, gid_r_arr, hashes_arr[:n_grams].copy()
 
 
+def ngram_ids_next(const int64_t[::1] prev_h, const int64_t[::1] starts_h, const int64_t[::1] lens_h,
+                   const int64_t[::1] ids_h,
+                   const int64_t[::1] prev_r, const int64_t[::1] starts_r, const int64_t[::1] lens_r,
+                   const int64_t[::1] ids_r,
+                   const uint64_t[::1] raw_prev, const uint64_t[::1] tok_hash, int n):
+    """`ngram_ids` for order n from the ids of order n - 1: an n-gram is the pair (its first
+    n - 1 tokens' id, its last token), packed in one 64-bit key, so equality is exact without
+    comparing tokens. Returns (ids of both tables, raw hash of each id, hash of each id); the
+    raw hash (before mix64) extends to order n + 1."""
+    cdef Py_ssize_t total = ids_h.shape[0] + ids_r.shape[0]
+    cdef Py_ssize_t n_slots = 16, slot, t, s, p, L, st
+    while n_slots < 2 * total:
+        n_slots *= 2
+    gid_h_arr = np.full(ids_h.shape[0], -1, dtype=np.int64)
+    gid_r_arr = np.full(ids_r.shape[0], -1, dtype=np.int64)
+    raw_arr = np.empty(max(total, 1), dtype=np.uint64)
+    table_arr = np.zeros(2 * n_slots, dtype=np.uint64)   # (key + 1, id) per slot; 0 = empty
+    cdef int64_t[::1] gid_h = gid_h_arr, gid_r = gid_r_arr
+    cdef uint64_t[::1] raw = raw_arr, table = table_arr
+    cdef const int64_t[::1] ids, starts, lens, prev
+    cdef int64_t[::1] gid
+    cdef int64_t n_grams = 0, pg
+    cdef uint64_t key, tk
+    for t in range(2):
+        if t == 0:
+            ids, starts, lens, prev, gid = ids_h, starts_h, lens_h, prev_h, gid_h
+        else:
+            ids, starts, lens, prev, gid = ids_r, starts_r, lens_r, prev_r, gid_r
+        with nogil:
+            for s in range(lens.shape[0]):
+                L = lens[s]
+                st = starts[s]
+                for p in range(st, st + L - n + 1):
+                    pg = prev[p]
+                    key = ((<uint64_t>pg << 32) | <uint64_t>ids[p + n - 1]) + 1
+                    slot = <Py_ssize_t>(mix64(key) & <uint64_t>(n_slots - 1))
+                    while True:
+                        tk = table[2 * slot]
+                        if tk == key:
+                            gid[p] = <int64_t>table[2 * slot + 1]
+                            break
+                        if tk == 0:
+                            table[2 * slot] = key
+                            table[2 * slot + 1] = <uint64_t>n_grams
+                            raw[n_grams] = raw_prev[pg] * MULT + tok_hash[ids[p + n - 1]]
+                            gid[p] = n_grams
+                            n_grams += 1
+                            break
+                        slot = (slot + 1) & (n_slots - 1)
+    raw_out = raw_arr[:n_grams].copy()
+    return gid_h_arr, gid_r_arr, raw_out, mixed_hashes(raw_out, n)
+
+
+def mixed_hashes(const uint64_t[::1] raw, int n):
+    """mix64(raw + n) of each raw n-gram hash."""
+    out = np.empty(raw.shape[0], dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(raw.shape[0]):
+            o[i] = mix64(raw[i] + <uint64_t>n)
+    return out
+
+
 # --------------------------------------------------------------------------- BLEU
 
 def bleu_matches(const int64_t[::1] hyp_index, const int64_t[::1] ref_off,
@@ -557,4 +621,40 @@ def lcs_pairs(const int64_t[::1] ids_h, const int64_t[::1] starts_h, const int64
                 if not (V[q >> 6] >> (q & 63)) & 1:
                     zeros += 1
             out[j] = zeros
+    return out_arr
+
+
+# --------------------------------------------------------------------------- look-ups
+
+def lookup_counts(const uint64_t[::1] keys, const int64_t[::1] counts, const uint64_t[::1] queries):
+    """counts[k] where keys[k] == query, else 0, for each query (as float64): an open-addressing
+    table on the keys, which are already well-mixed hashes. The first of equal keys wins, as
+    with searchsorted on the sorted keys."""
+    cdef Py_ssize_t n_keys = keys.shape[0], n_slots = 16, i, slot
+    while n_slots < 2 * n_keys:
+        n_slots *= 2
+    slots_arr = np.full(n_slots, -1, dtype=np.int64)
+    out_arr = np.zeros(queries.shape[0], dtype=np.float64)
+    cdef int64_t[::1] slots = slots_arr
+    cdef double[::1] out = out_arr
+    cdef int64_t k
+    cdef uint64_t q
+    with nogil:
+        for i in range(n_keys):
+            slot = <Py_ssize_t>(keys[i] & <uint64_t>(n_slots - 1))
+            while slots[slot] != -1 and keys[slots[slot]] != keys[i]:
+                slot = (slot + 1) & (n_slots - 1)
+            if slots[slot] == -1:
+                slots[slot] = i
+        for i in range(queries.shape[0]):
+            q = queries[i]
+            slot = <Py_ssize_t>(q & <uint64_t>(n_slots - 1))
+            while True:
+                k = slots[slot]
+                if k == -1:
+                    break
+                if keys[k] == q:
+                    out[i] = <double>counts[k]
+                    break
+                slot = (slot + 1) & (n_slots - 1)
     return out_arr

@@ -214,10 +214,22 @@ def token_hashes_numpy(tokens) -> np.ndarray:
 def grams(root: Batch, tokenizer: str, n: int):
     """(kernel) Id of the n-gram starting at each hypothesis and reference token (-1: none), and
     the hash of each id; ids are equal exactly when the token sequences are."""
+    gid_h, gid_r, _, hashes = _grams(root, tokenizer, n)
+    return gid_h, gid_r, hashes
+
+
+def _grams(root: Batch, tokenizer: str, n: int):
+    """`grams` with the raw (unmixed) hash of each id. Unigram ids are the token ids; order n
+    extends the ids of order n - 1 (`kernel.ngram_ids_next`)."""
     def build():
+        kernel = compiled()
         tb = tokenized(root, tokenizer)
-        return compiled().ngram_ids(tb.hyp.ids, tb.hyp.starts, tb.hyp.lengths, tb.ref.ids,
-                                    tb.ref.starts, tb.ref.lengths, token_hashes(root, tokenizer), n)
+        tok_hash = token_hashes(root, tokenizer)
+        if n == 1:
+            return tb.hyp.ids, tb.ref.ids, tok_hash, kernel.mixed_hashes(tok_hash, 1)
+        prev_h, prev_r, raw_prev, _ = _grams(root, tokenizer, n - 1)
+        return kernel.ngram_ids_next(prev_h, tb.hyp.starts, tb.hyp.lengths, tb.hyp.ids,
+                                     prev_r, tb.ref.starts, tb.ref.lengths, tb.ref.ids, raw_prev, tok_hash, n)
     return root.memo(("grams", tokenizer, n), build)
 
 
