@@ -119,9 +119,20 @@ class DocumentFrequencies:
 
 def document_frequencies(batch: Batch, tokenizer: str) -> DocumentFrequencies:
     """The first-pass state of one shard: only its reference sets matter."""
+    kernel = compiled()
+    if kernel is not None and tokenizer == "whitespace" and batch.root is batch:
+        # straight from the texts: no token or n-gram ids, only hashes
+        counts = np.fromiter(map(len, batch.refs), dtype=np.int64, count=len(batch.refs))
+        ref_off = np.zeros(len(batch) + 1, dtype=np.int64)
+        np.cumsum(counts, out=ref_off[1:])
+        try:
+            found = kernel.reference_doc_freq([r for refs in batch.refs for r in refs], ref_off, MAX_ORDER)
+        except UnicodeEncodeError:
+            pass
+        else:
+            return DocumentFrequencies(len(batch), [k for k, _ in found], [c for _, c in found])
     tb = tokenized(batch, tokenizer)
     keys, counts = [], []
-    kernel = compiled()
     if kernel is not None and tb.tok_hash is not None:
         _, _, ref_off = rows_view(batch, tokenizer)
         for n in range(1, MAX_ORDER + 1):

@@ -658,3 +658,105 @@ def lookup_counts(const uint64_t[::1] keys, const int64_t[::1] counts, const uin
                     break
                 slot = (slot + 1) & (n_slots - 1)
     return out_arr
+
+
+# --------------------------------------------------------------------------- CIDEr's first pass
+
+cdef class _Counter:
+    """hash -> number of rows it occurs in (open addressing; keys in order of first appearance;
+    a key counts once per row: `last` holds the row that counted it last)."""
+    cdef object keys_arr, counts_arr, slots_arr, last_arr
+    cdef uint64_t[::1] keys
+    cdef int64_t[::1] counts, slots, last
+    cdef Py_ssize_t n, n_slots
+
+    def __cinit__(self, Py_ssize_t expect):
+        self.n_slots = 16
+        while self.n_slots < 2 * expect:
+            self.n_slots *= 2
+        self.keys_arr = np.empty(max(expect, 1), dtype=np.uint64)
+        self.counts_arr = np.zeros(max(expect, 1), dtype=np.int64)
+        self.last_arr = np.empty(max(expect, 1), dtype=np.int64)
+        self.slots_arr = np.full(self.n_slots, -1, dtype=np.int64)
+        self.keys = self.keys_arr
+        self.counts = self.counts_arr
+        self.last = self.last_arr
+        self.slots = self.slots_arr
+        self.n = 0
+
+    cdef inline void add(self, uint64_t h, int64_t row) noexcept nogil:
+        cdef Py_ssize_t slot = <Py_ssize_t>(h & <uint64_t>(self.n_slots - 1))
+        cdef int64_t k
+        while True:
+            k = self.slots[slot]
+            if k == -1:
+                self.slots[slot] = self.n
+                self.keys[self.n] = h
+                self.counts[self.n] = 1
+                self.last[self.n] = row
+                self.n += 1
+                return
+            if self.keys[k] == h:
+                if self.last[k] != row:
+                    self.last[k] = row
+                    self.counts[k] += 1
+                return
+            slot = (slot + 1) & (self.n_slots - 1)
+
+    def result(self):
+        return self.keys_arr[:self.n].copy(), self.counts_arr[:self.n].copy()
+
+
+def reference_doc_freq(list refs, const int64_t[::1] ref_off, int max_order):
+    """CIDEr's first-pass state straight from reference texts (str.split() tokens): for each
+    order n <= max_order, the distinct n-gram hashes of the references (`ngram_ids`' hashes)
+    and the number of rows whose references contain each. Nothing else is kept, so no ids.
+    Raises UnicodeEncodeError for text that is not valid UTF-8."""
+    cdef Py_ssize_t n_rows = ref_off.shape[0] - 1, i, j, k, p, L, size, pos, n, m, total_tokens = 0
+    cdef const uint8_t* s
+    cdef uint64_t raw
+    # token hashes of all references, laid end to end
+    cap = 16
+    for j in range(len(refs)):
+        cap += len(<str>refs[j]) // 2 + 1
+    tok_arr = np.empty(cap, dtype=np.uint64)
+    lens_arr = np.zeros(len(refs), dtype=np.int64)
+    cdef uint64_t[::1] tok = tok_arr
+    cdef int64_t[::1] lens = lens_arr
+    for j in range(len(refs)):
+        s = <const uint8_t*>PyUnicode_AsUTF8AndSize(refs[j], &size)
+        if total_tokens + size + 1 > tok.shape[0]:
+            tok_arr = np.resize(tok_arr, max(2 * tok.shape[0], total_tokens + size + 1))
+            tok = tok_arr
+        p = 0
+        L = 0
+        with nogil:
+            while p < size:
+                k = ws_len(s, p, size)
+                if k:
+                    p += k
+                    continue
+                pos = p
+                while p < size and ws_len(s, p, size) == 0:
+                    p += 1
+                tok[total_tokens] = bytes_hash(<const char*>s + pos, p - pos)
+                total_tokens += 1
+                L += 1
+        lens[j] = L
+    counters = [_Counter(total_tokens) for _ in range(max_order)]
+    cdef _Counter counter
+    starts_arr = np.zeros(len(refs) + 1, dtype=np.int64)
+    cdef int64_t[::1] starts = starts_arr
+    for j in range(len(refs)):
+        starts[j + 1] = starts[j] + lens[j]
+    for n in range(1, max_order + 1):
+        counter = counters[n - 1]
+        with nogil:
+            for i in range(n_rows):
+                for j in range(ref_off[i], ref_off[i + 1]):
+                    for p in range(starts[j], starts[j + 1] - n + 1):
+                        raw = tok[p]
+                        for k in range(1, n):
+                            raw = raw * MULT + tok[p + k]
+                        counter.add(mix64(raw + <uint64_t>n), i)
+    return [c.result() for c in counters]
