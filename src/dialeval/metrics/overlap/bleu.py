@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Batch, Metric
-from .tokens import compiled, grams, ngram_counts, rows_view, tokenized
+from .tokens import compiled, ngram_counts, rows_view, tokenized
 
 MAX_ORDER = 4
 TINY = 1e-15
@@ -73,7 +73,7 @@ def bleu_statistics(batch: Batch, tokenizer: str) -> np.ndarray:
 
 
 def _compiled_statistics(batch: Batch, tokenizer: str) -> np.ndarray:
-    """`bleu_statistics` with the clipped matches counted by the kernel, on the root's n-gram ids
+    """`bleu_statistics` with the clipped matches counted by the kernel, on the root's token ids
     (a `pairs()` batch re-uses them: row j is a root hypothesis against root reference j)."""
     kernel = compiled()
     tb, hyp_index, ref_off = rows_view(batch, tokenizer)
@@ -90,9 +90,9 @@ def _compiled_statistics(batch: Batch, tokenizer: str) -> np.ndarray:
         stats[has_ref, 1] = np.minimum.reduceat(key, ref_off[:-1][has_ref]) % bound
     for n in range(1, MAX_ORDER + 1):
         stats[:, 1 + n] = np.maximum(testlen - n + 1, 0)
-        gid_h, gid_r, hashes = grams(batch.root, tokenizer, n)
-        stats[:, 1 + MAX_ORDER + n] = kernel.bleu_matches(hyp_index, ref_off, tb.hyp.starts, tb.hyp.lengths, gid_h,
-                                                          tb.ref.starts, tb.ref.lengths, gid_r, len(hashes), n)
+        stats[:, 1 + MAX_ORDER + n] = kernel.bleu_matches_local(hyp_index, ref_off, tb.hyp.ids, tb.hyp.starts,
+                                                                tb.hyp.lengths, tb.ref.ids, tb.ref.starts,
+                                                                tb.ref.lengths, n)
     stats[~has_ref] = np.nan
     return stats
 

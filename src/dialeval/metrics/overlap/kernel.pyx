@@ -9,7 +9,8 @@ where numpy needed several sorts of every n-gram of the batch:
   tokens to ids in one pass, with a 64-bit hash of each distinct token (`token_hash`);
 - `ngram_ids`: one id per distinct n-gram of a batch (hash table, ids compared exactly),
   and each n-gram's batch-independent hash (the key of CIDEr's document frequencies);
-- `bleu_matches`, `doc_freq`, `cider_sims`, `lcs_pairs`: per-row statistics on those ids.
+- `bleu_matches_local`, `lcs_pairs` (on token ids), `doc_freq`, `cider_sims` (on n-gram ids):
+  per-row statistics; `reference_doc_freq`: CIDEr's first pass straight from the texts.
 
 Every statistic is an integer count except CIDEr's similarities, whose sums run over each
 sentence's n-grams in ascending hash order, as the numpy path sums them, so both paths give
@@ -23,6 +24,9 @@ from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcmp, memcpy
 
 import numpy as np
+
+# bumped whenever a function's signature or meaning changes; tokens.py refuses a stale build
+VERSION = 1
 
 cdef uint64_t FNV_OFFSET = 0xcbf29ce484222325ULL
 cdef uint64_t FNV_PRIME = 0x100000001b3ULL
@@ -374,63 +378,113 @@ def mixed_hashes(const uint64_t[::1] raw, int n):
 
 # --------------------------------------------------------------------------- BLEU
 
-def bleu_matches(const int64_t[::1] hyp_index, const int64_t[::1] ref_off,
-                 const int64_t[::1] starts_h, const int64_t[::1] lens_h, const int64_t[::1] gid_h,
-                 const int64_t[::1] starts_r, const int64_t[::1] lens_r, const int64_t[::1] gid_r,
-                 Py_ssize_t n_grams, int n):
+cdef inline uint64_t ids_hash(const int64_t* t, int n) noexcept nogil:
+    cdef uint64_t h = <uint64_t>t[0]
+    cdef int k
+    for k in range(1, n):
+        h = h * MULT + <uint64_t>t[k]
+    return mix64(h)
+
+
+def bleu_matches_local(const int64_t[::1] hyp_index, const int64_t[::1] ref_off,
+                       const int64_t[::1] ids_h, const int64_t[::1] starts_h, const int64_t[::1] lens_h,
+                       const int64_t[::1] ids_r, const int64_t[::1] starts_r, const int64_t[::1] lens_r, int n):
     """Clipped n-gram matches of each row: hypothesis `hyp_index[row]` against references
-    ref_off[row]..ref_off[row+1]-1; each n-gram's count clipped at its largest count in one
-    reference (pycocoevalcap's rule)."""
-    cdef Py_ssize_t rows = hyp_index.shape[0], i, j, p, h, st, nd, nt, k
-    out_arr = np.zeros(rows, dtype=np.float64)
-    cdef double[::1] out = out_arr
-    cnt_arr = np.zeros(n_grams + 1, dtype=np.int32)
-    mx_arr = np.zeros(n_grams + 1, dtype=np.int32)
-    cur_arr = np.zeros(n_grams + 1, dtype=np.int32)
-    cdef int32_t[::1] cnt = cnt_arr, mx = mx_arr, cur = cur_arr
+    ref_off[row]..ref_off[row+1]-1, each n-gram's count clipped at its largest count in one
+    reference (pycocoevalcap's rule). Per row, a small hash table of the hypothesis n-grams
+    (compared token by token) is probed by the references' n-grams: it stays in cache, where
+    batch-wide n-gram ids would cost a probe of a large table per n-gram."""
+    cdef Py_ssize_t rows = hyp_index.shape[0], i, j, p, h, st, sr, L, nd, nt, k, slot, mask, size
     cdef int64_t longest = 1
-    for i in range(lens_r.shape[0]):
-        longest = max(longest, lens_r[i])
     for i in range(lens_h.shape[0]):
         longest = max(longest, lens_h[i])
-    dist_arr = np.empty(longest, dtype=np.int64)
+    size = 16
+    while size < 2 * longest:
+        size *= 2
+    out_arr = np.zeros(rows, dtype=np.float64)
+    cdef double[::1] out = out_arr
+    # per slot: position of the n-gram in ids_h (-1 empty), hypothesis count, max over refs, count in this ref
+    pos_arr = np.full(size, -1, dtype=np.int64)
+    cnt_arr = np.zeros(size, dtype=np.int64)
+    mx_arr = np.zeros(size, dtype=np.int64)
+    cur_arr = np.zeros(size, dtype=np.int64)
+    hsh_arr = np.zeros(size, dtype=np.uint64)
+    used_arr = np.empty(longest, dtype=np.int64)
     touch_arr = np.empty(longest, dtype=np.int64)
-    cdef int64_t[::1] dist = dist_arr, touch = touch_arr
-    cdef int64_t g, total
+    cdef int64_t[::1] pos = pos_arr, cnt = cnt_arr, mx = mx_arr, cur = cur_arr, used = used_arr, touch = touch_arr
+    cdef uint64_t[::1] hsh = hsh_arr
+    cdef uint64_t hv
+    cdef int64_t total, q
+    cdef bint equal
     with nogil:
         for i in range(rows):
             h = hyp_index[i]
             st = starts_h[h]
-            nd = 0
-            for p in range(st, st + lens_h[h] - n + 1):
-                g = gid_h[p]
-                if cnt[g] == 0:
-                    dist[nd] = g
-                    nd += 1
-                cnt[g] += 1
-            if nd == 0:
+            L = lens_h[h] - n + 1
+            if L <= 0:
                 continue
+            mask = 16
+            while mask < 2 * L:
+                mask *= 2
+            mask -= 1
+            nd = 0
+            for p in range(st, st + L):
+                hv = ids_hash(&ids_h[p], n)
+                slot = <Py_ssize_t>(hv & <uint64_t>mask)
+                while True:
+                    q = pos[slot]
+                    if q == -1:
+                        pos[slot] = p
+                        hsh[slot] = hv
+                        cnt[slot] = 1
+                        used[nd] = slot
+                        nd += 1
+                        break
+                    if hsh[slot] == hv:
+                        equal = True
+                        for k in range(n):
+                            if ids_h[q + k] != ids_h[p + k]:
+                                equal = False
+                                break
+                        if equal:
+                            cnt[slot] += 1
+                            break
+                    slot = (slot + 1) & mask
             for j in range(ref_off[i], ref_off[i + 1]):
-                st = starts_r[j]
+                sr = starts_r[j]
                 nt = 0
-                for p in range(st, st + lens_r[j] - n + 1):
-                    g = gid_r[p]
-                    if cnt[g] != 0:
-                        if cur[g] == 0:
-                            touch[nt] = g
-                            nt += 1
-                        cur[g] += 1
+                for p in range(sr, sr + lens_r[j] - n + 1):
+                    hv = ids_hash(&ids_r[p], n)
+                    slot = <Py_ssize_t>(hv & <uint64_t>mask)
+                    while True:
+                        q = pos[slot]
+                        if q == -1:
+                            break
+                        if hsh[slot] == hv:
+                            equal = True
+                            for k in range(n):
+                                if ids_h[q + k] != ids_r[p + k]:
+                                    equal = False
+                                    break
+                            if equal:
+                                if cur[slot] == 0:
+                                    touch[nt] = slot
+                                    nt += 1
+                                cur[slot] += 1
+                                break
+                        slot = (slot + 1) & mask
                 for k in range(nt):
-                    g = touch[k]
-                    if cur[g] > mx[g]:
-                        mx[g] = cur[g]
-                    cur[g] = 0
+                    slot = touch[k]
+                    if cur[slot] > mx[slot]:
+                        mx[slot] = cur[slot]
+                    cur[slot] = 0
             total = 0
             for k in range(nd):
-                g = dist[k]
-                total += cnt[g] if cnt[g] < mx[g] else mx[g]
-                cnt[g] = 0
-                mx[g] = 0
+                slot = used[k]
+                total += cnt[slot] if cnt[slot] < mx[slot] else mx[slot]
+                pos[slot] = -1
+                cnt[slot] = 0
+                mx[slot] = 0
             out[i] = <double>total
     return out_arr
 

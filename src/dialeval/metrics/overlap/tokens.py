@@ -17,9 +17,17 @@ from ...text.ngrams import TokenTable, count_pairs, encode, encode_flat, ngram_k
 from ...text.tokenizers import tokenize_all
 from ..base import Batch
 
+KERNEL_VERSION = 1  # kernel.pyx's VERSION this code calls
+
 try:
     from . import kernel as KERNEL
 except ImportError:  # not built: the numpy path computes the same numbers, more slowly
+    KERNEL = None
+if KERNEL is not None and getattr(KERNEL, "VERSION", None) != KERNEL_VERSION:
+    import warnings
+
+    warnings.warn("the compiled word-overlap kernel is out of date (rebuild it: python3 setup.py "
+                  "build_ext --inplace); using the numpy path", stacklevel=2)
     KERNEL = None
 
 
