@@ -721,7 +721,8 @@ cdef class _Counter:
     a key counts once per row: `last` holds the row that counted it last)."""
     cdef object keys_arr, counts_arr, slots_arr, last_arr
     cdef uint64_t[::1] keys
-    cdef int64_t[::1] counts, slots, last
+    cdef int64_t[::1] counts
+    cdef int32_t[::1] slots, last
     cdef Py_ssize_t n, n_slots
 
     def __cinit__(self, Py_ssize_t expect):
@@ -730,8 +731,8 @@ cdef class _Counter:
             self.n_slots *= 2
         self.keys_arr = np.empty(max(expect, 1), dtype=np.uint64)
         self.counts_arr = np.zeros(max(expect, 1), dtype=np.int64)
-        self.last_arr = np.empty(max(expect, 1), dtype=np.int64)
-        self.slots_arr = np.full(self.n_slots, -1, dtype=np.int64)
+        self.last_arr = np.empty(max(expect, 1), dtype=np.int32)
+        self.slots_arr = np.full(self.n_slots, -1, dtype=np.int32)
         self.keys = self.keys_arr
         self.counts = self.counts_arr
         self.last = self.last_arr
@@ -740,19 +741,19 @@ cdef class _Counter:
 
     cdef inline void add(self, uint64_t h, int64_t row) noexcept nogil:
         cdef Py_ssize_t slot = <Py_ssize_t>(h & <uint64_t>(self.n_slots - 1))
-        cdef int64_t k
+        cdef int32_t k
         while True:
             k = self.slots[slot]
             if k == -1:
-                self.slots[slot] = self.n
+                self.slots[slot] = <int32_t>self.n
                 self.keys[self.n] = h
                 self.counts[self.n] = 1
-                self.last[self.n] = row
+                self.last[self.n] = <int32_t>row
                 self.n += 1
                 return
             if self.keys[k] == h:
-                if self.last[k] != row:
-                    self.last[k] = row
+                if self.last[k] != <int32_t>row:
+                    self.last[k] = <int32_t>row
                     self.counts[k] += 1
                 return
             slot = (slot + 1) & (self.n_slots - 1)
@@ -797,6 +798,8 @@ def reference_doc_freq(list refs, const int64_t[::1] ref_off, int max_order):
                 total_tokens += 1
                 L += 1
         lens[j] = L
+    if total_tokens >= 2 ** 31 or n_rows >= 2 ** 31:
+        raise OverflowError("a shard this large does not fit the kernel's 32-bit tables")
     counters = [_Counter(total_tokens) for _ in range(max_order)]
     cdef _Counter counter
     starts_arr = np.zeros(len(refs) + 1, dtype=np.int64)
