@@ -323,18 +323,23 @@ def ngram_ids_next(const int64_t[::1] prev_h, const int64_t[::1] starts_h, const
     raw hash (before mix64) extends to order n + 1."""
     cdef Py_ssize_t total = ids_h.shape[0] + ids_r.shape[0]
     cdef Py_ssize_t n_slots = 16, slot, t, s, p, L, st
+    if total >= 2 ** 31:
+        raise OverflowError("a batch this large does not fit the kernel's 32-bit tables")
     while n_slots < 2 * total:
         n_slots *= 2
     gid_h_arr = np.full(ids_h.shape[0], -1, dtype=np.int64)
     gid_r_arr = np.full(ids_r.shape[0], -1, dtype=np.int64)
     raw_arr = np.empty(max(total, 1), dtype=np.uint64)
-    table_arr = np.zeros(2 * n_slots, dtype=np.uint64)   # (key + 1, id) per slot; 0 = empty
+    key_arr = np.empty(max(total, 1), dtype=np.uint64)
+    slots_arr = np.full(n_slots, -1, dtype=np.int32)
     cdef int64_t[::1] gid_h = gid_h_arr, gid_r = gid_r_arr
-    cdef uint64_t[::1] raw = raw_arr, table = table_arr
+    cdef uint64_t[::1] raw = raw_arr, keys = key_arr
+    cdef int32_t[::1] slots = slots_arr
     cdef const int64_t[::1] ids, starts, lens, prev
     cdef int64_t[::1] gid
     cdef int64_t n_grams = 0, pg
-    cdef uint64_t key, tk
+    cdef int32_t g
+    cdef uint64_t key
     for t in range(2):
         if t == 0:
             ids, starts, lens, prev, gid = ids_h, starts_h, lens_h, prev_h, gid_h
@@ -346,19 +351,19 @@ def ngram_ids_next(const int64_t[::1] prev_h, const int64_t[::1] starts_h, const
                 st = starts[s]
                 for p in range(st, st + L - n + 1):
                     pg = prev[p]
-                    key = ((<uint64_t>pg << 32) | <uint64_t>ids[p + n - 1]) + 1
+                    key = (<uint64_t>pg << 32) | <uint64_t>ids[p + n - 1]
                     slot = <Py_ssize_t>(mix64(key) & <uint64_t>(n_slots - 1))
                     while True:
-                        tk = table[2 * slot]
-                        if tk == key:
-                            gid[p] = <int64_t>table[2 * slot + 1]
-                            break
-                        if tk == 0:
-                            table[2 * slot] = key
-                            table[2 * slot + 1] = <uint64_t>n_grams
+                        g = slots[slot]
+                        if g == -1:
+                            slots[slot] = <int32_t>n_grams
+                            keys[n_grams] = key
                             raw[n_grams] = raw_prev[pg] * MULT + tok_hash[ids[p + n - 1]]
                             gid[p] = n_grams
                             n_grams += 1
+                            break
+                        if keys[g] == key:
+                            gid[p] = g
                             break
                         slot = (slot + 1) & (n_slots - 1)
     raw_out = raw_arr[:n_grams].copy()
