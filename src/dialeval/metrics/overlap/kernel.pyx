@@ -558,9 +558,9 @@ def cider_sims(const int64_t[::1] hyp_index, const int64_t[::1] ref_off,
     cdef Py_ssize_t rows = hyp_index.shape[0], n_grams = hashes.shape[0], i, j, p, h, st, nd, nr, k
     out_arr = np.zeros(ref_off[rows] if rows else 0, dtype=np.float64)
     cdef double[::1] out = out_arr
-    cnt_arr = np.zeros(n_grams + 1, dtype=np.int64)
-    rc_arr = np.zeros(n_grams + 1, dtype=np.int64)
-    cdef int64_t[::1] cnt = cnt_arr, rc = rc_arr
+    cnt_arr = np.zeros(n_grams + 1, dtype=np.int32)
+    rc_arr = np.zeros(n_grams + 1, dtype=np.int32)
+    cdef int32_t[::1] cnt = cnt_arr, rc = rc_arr
     cdef int64_t longest = 1
     for i in range(lens_r.shape[0]):
         longest = max(longest, lens_r[i])
@@ -692,11 +692,11 @@ def lookup_counts(const uint64_t[::1] keys, const int64_t[::1] counts, const uin
     cdef Py_ssize_t n_keys = keys.shape[0], n_slots = 16, i, slot
     while n_slots < 2 * n_keys:
         n_slots *= 2
-    slots_arr = np.full(n_slots, -1, dtype=np.int64)
+    slots_arr = np.full(n_slots, -1, dtype=np.int32)
     out_arr = np.zeros(queries.shape[0], dtype=np.float64)
-    cdef int64_t[::1] slots = slots_arr
+    cdef int32_t[::1] slots = slots_arr
     cdef double[::1] out = out_arr
-    cdef int64_t k
+    cdef int32_t k
     cdef uint64_t q
     with nogil:
         for i in range(n_keys):
@@ -704,7 +704,7 @@ def lookup_counts(const uint64_t[::1] keys, const int64_t[::1] counts, const uin
             while slots[slot] != -1 and keys[slots[slot]] != keys[i]:
                 slot = (slot + 1) & (n_slots - 1)
             if slots[slot] == -1:
-                slots[slot] = i
+                slots[slot] = <int32_t>i
         for i in range(queries.shape[0]):
             q = queries[i]
             slot = <Py_ssize_t>(q & <uint64_t>(n_slots - 1))
