@@ -87,6 +87,11 @@ cdef inline int ws_len(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept no
     return 0
 
 
+cdef bint _ASCII_WS[128]
+for _c in range(128):
+    _ASCII_WS[_c] = chr(_c).isspace()
+
+
 cdef class Vocab:
     """Token bytes -> dense id (open addressing, ids in order of first appearance), with the
     hash of each token. One Vocab serves all tables of a batch that must share ids."""
@@ -155,8 +160,8 @@ cdef class Vocab:
         self.n_slots = new_n
         return 0
 
-    cdef int64_t lookup(self, const char* s, Py_ssize_t n) except -1:
-        cdef uint64_t h = bytes_hash(s, n)
+    cdef int64_t lookup(self, const char* s, Py_ssize_t n, uint64_t h) except -1:
+        """Id of the token s[:n] whose hash (`bytes_hash`) is h, added when new."""
         cdef Py_ssize_t slot = <Py_ssize_t>(h & <uint64_t>(self.n_slots - 1))
         cdef int32_t t
         while True:
@@ -199,6 +204,8 @@ cdef class Vocab:
         UnicodeEncodeError for text that is not valid UTF-8 (lone surrogates)."""
         cdef Py_ssize_t n_texts = len(texts), k, i, n, start, w, n_ids = 0, cap
         cdef const uint8_t* s
+        cdef uint8_t c
+        cdef uint64_t h
         cdef bint same = True
         lengths = np.zeros(n_texts, dtype=np.int64)
         cdef int64_t[::1] lens = lengths
@@ -215,28 +222,47 @@ cdef class Vocab:
             start = n_ids
             if not whitespace:
                 i = 0
-                w = 0
-                while i <= n:
-                    if i == n or s[i] == 32:
-                        out[n_ids] = self.lookup(<const char*>s + w, i - w)
-                        n_ids += 1
-                        w = i + 1
+                while True:   # one token per space, empty ones included, as str.split(" ")
+                    w = i
+                    h = FNV_OFFSET
+                    while i < n and s[i] != 32:
+                        h = (h ^ s[i]) * FNV_PRIME
+                        i += 1
+                    out[n_ids] = self.lookup(<const char*>s + w, i - w, mix64(h))
+                    n_ids += 1
+                    if i >= n:
+                        break
                     i += 1
             else:
                 if n == 0 or s[0] == 32 or s[n - 1] == 32:
                     same = False
                 i = 0
                 while i < n:
-                    w = ws_len(s, i, n)
-                    if w:
-                        if w != 1 or s[i] != 32 or (i + 1 < n and s[i + 1] == 32):
+                    c = s[i]
+                    if c < 0x80:
+                        if _ASCII_WS[c]:
+                            if c != 32 or (i + 1 < n and s[i + 1] == 32):
+                                same = False
+                            i += 1
+                            continue
+                    else:
+                        w = ws_len(s, i, n)
+                        if w:
                             same = False
-                        i += w
-                        continue
+                            i += w
+                            continue
                     w = i
-                    while i < n and ws_len(s, i, n) == 0:
+                    h = FNV_OFFSET
+                    while i < n:
+                        c = s[i]
+                        if c < 0x80:
+                            if _ASCII_WS[c]:
+                                break
+                        elif ws_len(s, i, n):
+                            break
+                        h = (h ^ c) * FNV_PRIME
                         i += 1
-                    out[n_ids] = self.lookup(<const char*>s + w, i - w)
+                    out[n_ids] = self.lookup(<const char*>s + w, i - w, mix64(h))
                     n_ids += 1
             lens[k] = n_ids - start
         return ids[:n_ids].copy(), lengths, bool(same)
@@ -774,7 +800,8 @@ def reference_doc_freq(list refs, const int64_t[::1] ref_off, int max_order):
     Raises UnicodeEncodeError for text that is not valid UTF-8."""
     cdef Py_ssize_t n_rows = ref_off.shape[0] - 1, i, j, k, p, L, size, pos, n, m, total_tokens = 0
     cdef const uint8_t* s
-    cdef uint64_t raw
+    cdef uint8_t c
+    cdef uint64_t raw, h
     # token hashes of all references, laid end to end
     cap = 16
     for j in range(len(refs)):
@@ -792,14 +819,27 @@ def reference_doc_freq(list refs, const int64_t[::1] ref_off, int max_order):
         L = 0
         with nogil:
             while p < size:
-                k = ws_len(s, p, size)
-                if k:
-                    p += k
-                    continue
-                pos = p
-                while p < size and ws_len(s, p, size) == 0:
+                c = s[p]
+                if c < 0x80:
+                    if _ASCII_WS[c]:
+                        p += 1
+                        continue
+                else:
+                    k = ws_len(s, p, size)
+                    if k:
+                        p += k
+                        continue
+                h = FNV_OFFSET
+                while p < size:
+                    c = s[p]
+                    if c < 0x80:
+                        if _ASCII_WS[c]:
+                            break
+                    elif ws_len(s, p, size):
+                        break
+                    h = (h ^ c) * FNV_PRIME
                     p += 1
-                tok[total_tokens] = bytes_hash(<const char*>s + pos, p - pos)
+                tok[total_tokens] = mix64(h)
                 total_tokens += 1
                 L += 1
         lens[j] = L
@@ -821,4 +861,4 @@ def reference_doc_freq(list refs, const int64_t[::1] ref_off, int max_order):
                         for k in range(1, n):
                             raw = raw * MULT + tok[p + k]
                         counter.add(mix64(raw + <uint64_t>n), i)
-    return [c.result() for c in counters]
+    return [counter_.result() for counter_ in counters]
