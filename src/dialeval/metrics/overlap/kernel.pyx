@@ -749,7 +749,8 @@ def lookup_counts(const uint64_t[::1] keys, const int64_t[::1] counts, const uin
 
 cdef class _Counter:
     """hash -> number of rows it occurs in (open addressing; keys in order of first appearance;
-    a key counts once per row: `last` holds the row that counted it last)."""
+    a key counts once per row: `last` holds the row that counted it last). The slot table
+    starts small and doubles at half load, so that it stays in cache for small vocabularies."""
     cdef object keys_arr, counts_arr, slots_arr, last_arr
     cdef uint64_t[::1] keys
     cdef int64_t[::1] counts
@@ -757,9 +758,7 @@ cdef class _Counter:
     cdef Py_ssize_t n, n_slots
 
     def __cinit__(self, Py_ssize_t expect):
-        self.n_slots = 16
-        while self.n_slots < 2 * expect:
-            self.n_slots *= 2
+        self.n_slots = 1 << 12
         self.keys_arr = np.empty(max(expect, 1), dtype=np.uint64)
         self.counts_arr = np.zeros(max(expect, 1), dtype=np.int64)
         self.last_arr = np.empty(max(expect, 1), dtype=np.int32)
@@ -769,6 +768,19 @@ cdef class _Counter:
         self.last = self.last_arr
         self.slots = self.slots_arr
         self.n = 0
+
+    cdef void grow(self) noexcept nogil:
+        cdef Py_ssize_t i, slot, mask
+        with gil:
+            self.n_slots *= 2
+            self.slots_arr = np.full(self.n_slots, -1, dtype=np.int32)
+            self.slots = self.slots_arr
+        mask = self.n_slots - 1
+        for i in range(self.n):
+            slot = <Py_ssize_t>(self.keys[i] & <uint64_t>mask)
+            while self.slots[slot] != -1:
+                slot = (slot + 1) & mask
+            self.slots[slot] = <int32_t>i
 
     cdef inline void add(self, uint64_t h, int64_t row) noexcept nogil:
         cdef Py_ssize_t slot = <Py_ssize_t>(h & <uint64_t>(self.n_slots - 1))
@@ -781,6 +793,8 @@ cdef class _Counter:
                 self.counts[self.n] = 1
                 self.last[self.n] = <int32_t>row
                 self.n += 1
+                if 2 * self.n > self.n_slots:
+                    self.grow()
                 return
             if self.keys[k] == h:
                 if self.last[k] != <int32_t>row:
