@@ -43,7 +43,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # --- Debian packages -------------------------------------------------------------------
-APT_PACKAGES=(wordnet-base wordnet-sense-index cmake g++ zlib1g-dev libbz2-dev liblzma-dev libboost-program-options-dev libboost-system-dev libboost-thread-dev libboost-test-dev chromium)
+# (g++ and python3-dev: the compiled kernels that `pip install` builds from the .pyx files)
+APT_PACKAGES=(wordnet-base wordnet-sense-index cmake g++ python3-dev zlib1g-dev libbz2-dev liblzma-dev libboost-program-options-dev libboost-system-dev libboost-thread-dev libboost-test-dev chromium)
 if [ ${#APT_PACKAGES[@]} -gt 0 ]; then
   missing=()
   for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

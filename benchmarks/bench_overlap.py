@@ -1,7 +1,17 @@
 """BLEU-1..4, ROUGE-L and CIDEr-D: dialeval beside pycocoevalcap, same input, same process.
 
-Prints per metric: wall seconds of each (median of --repeat runs), the speed ratio, the peak
-traced memory of each, and the largest difference between their sentence values.
+Prints per metric: wall and CPU seconds of each (medians of --repeat runs), the speed ratios,
+the peak traced memory of each, and the largest difference between their sentence values.
+CPU seconds (time.process_time, getrusage for child processes) are what the ratios should be
+read from on a shared machine: other load inflates wall time far more than CPU time.
+
+    python3 benchmarks/bench_overlap.py --baseline ../main/src   # an older tree, side by side
+
+`--baseline SRC` times another source tree of dialeval (e.g. a checkout of main) in the same
+run: its in-process rows in a child process whose PYTHONPATH is SRC (one process cannot import
+two versions), its whole-process row interleaved with the others. Before timing whole processes
+the benchmark compiles the sources' bytecode (`compileall`), as `pip install` does: without it a
+tree run from source under PYTHONDONTWRITEBYTECODE recompiles every module at each start.
 
     python3 benchmarks/bench_overlap.py                      # synthetic 2,000 x 11 set
     python3 benchmarks/bench_overlap.py --dstc6 S_1          # one DSTC6 system
@@ -32,6 +42,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+if "--_child" not in sys.argv:  # this tree's dialeval (a --baseline child gets its tree from PYTHONPATH)
+    sys.path.insert(0, str(REPO / "src"))
 SHARED = Path(os.environ.get("DIALEVAL_SHARED", REPO.parent / "shared"))
 
 
@@ -49,21 +61,25 @@ def load_dstc6(system: str):
     return [s.response for s in samples], [s.references for s in samples]
 
 
-def measure(fn, repeat):
-    """Median wall time of untraced runs, then peak traced memory of one more run.
+def measure(fn, repeat, trace=True):
+    """Median wall and CPU time of untraced runs, then peak traced memory of one more run.
 
     Tracing slows pure-Python code far more than numpy code, so it never overlaps timing.
     """
-    times, result = [], None
+    times, cpus, result = [], [], None
     for _ in range(repeat):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - t0)
-    tracemalloc.start()
-    fn()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return statistics.median(times), peak, result
+        cpus.append(time.process_time() - c0)
+    peak = 0
+    if trace:
+        tracemalloc.start()
+        fn()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return (statistics.median(times), statistics.median(cpus)), peak, result
 
 
 def coco_runner(metric, hyps, refs, mode):
@@ -142,8 +158,9 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def process_row(hyps, refs, mode, repeat):
-    """Whole processes: (coco wall, ours wall, coco CPU, ours CPU), medians of `repeat` runs."""
+def process_row(hyps, refs, mode, repeat, baseline=None):
+    """Whole processes: {name: (median wall, median CPU)} for coco, ours (and before: `baseline`,
+    another source tree), run interleaved `repeat` times."""
     import os
     import subprocess
     import tempfile
@@ -163,17 +180,49 @@ def process_row(hyps, refs, mode, repeat):
         ours = [sys.executable, "-m", "dialeval.cli", "score", "--hyp", str(tmp / "hyp.txt"),
                 *[x for f in ref_files for x in ("--ref", f)], "--refs-mode", mode,
                 "--metrics", "bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d", "-o", str(tmp / "ours.jsonl")]
-        env = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        got = {"coco": ([], []), "ours": ([], [])}
+        def env(src):
+            return dict(os.environ, PYTHONPATH=str(src) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        runs = [("coco", coco, env(REPO / "src")), ("ours", ours, env(REPO / "src"))]
+        if baseline is not None:
+            runs.append(("before", ours, env(baseline)))
+        got = {name: ([], []) for name, _, _ in runs}
         for _ in range(repeat):
-            for name, cmd in (("coco", coco), ("ours", ours)):
+            for name, cmd, environ in runs:
                 cpu0 = _children_cpu()
                 t0 = time.perf_counter()
-                subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+                subprocess.run(cmd, check=True, env=environ, stdout=subprocess.DEVNULL)
                 got[name][0].append(time.perf_counter() - t0)
                 got[name][1].append(_children_cpu() - cpu0)
         med = statistics.median
-        return med(got["coco"][0]), med(got["ours"][0]), med(got["coco"][1]), med(got["ours"][1])
+        return {name: (med(w), med(c)) for name, (w, c) in got.items()}
+
+
+def compile_bytecode(src) -> None:
+    """Write the .pyc files of a source tree, as pip does at install time."""
+    import compileall
+
+    compileall.compile_dir(str(src), quiet=2)
+
+
+def baseline_rows(src, args):
+    """In-process (wall, CPU) medians of dialeval from another source tree, in a child process."""
+    import subprocess
+
+    cmd = [sys.executable, __file__, "--_child", "--repeat", str(args.repeat), "--modes", *args.modes]
+    if args.dstc6:
+        cmd += ["--dstc6", args.dstc6]
+    env = dict(os.environ, PYTHONPATH=str(src), DIALEVAL_SHARED=str(SHARED))
+    out = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def child_main(args, hyps, refs):
+    rows = {}
+    for mode in args.modes:
+        for metric in ["bleu", "rouge_l", "cider_d", "all"]:
+            (wall, cpu), _, _ = measure(dialeval_runner(metric, hyps, refs, mode), args.repeat, trace=False)
+            rows[f"{mode}/{metric}"] = [wall, cpu]
+    print(json.dumps(rows))
 
 
 def main(argv=None):
@@ -182,38 +231,56 @@ def main(argv=None):
     ap.add_argument("--modes", nargs="+", default=["multi", "max"])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-process", action="store_true", help="skip the whole-process row")
+    ap.add_argument("--baseline", metavar="SRC", help="also time dialeval from this source tree (e.g. main's src/)")
+    ap.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if not SHARED.exists():
         sys.exit(f"{SHARED} not found: the benchmark reads ../shared")
     hyps, refs = load_dstc6(args.dstc6) if args.dstc6 else load_synth()
+    if args._child:
+        return child_main(args, hyps, refs)
+    base = None
+    if args.baseline:
+        compile_bytecode(args.baseline)
+        base = baseline_rows(args.baseline, args)
     name = f"DSTC6 {args.dstc6}" if args.dstc6 else "synth-2000x11"
     print(f"# {name}: {len(hyps)} hypotheses, {sum(map(len, refs))} references; median of {args.repeat} runs")
-    header = f"{'mode':6} {'metric':9} {'coco s':>8} {'ours s':>8} {'ratio':>7} {'coco MB':>8} {'ours MB':>8} {'max |diff|':>11}"
+    print("# wall s / CPU s; ratios are pycocoevalcap's time over dialeval's" +
+          (f"; before = {args.baseline}" if base else ""))
+    header = (f"{'mode':6} {'metric':9} {'coco wall':>9} {'ours wall':>9} {'ratio':>6} {'coco CPU':>9} {'ours CPU':>9} "
+              f"{'ratio':>6}" + (f" {'before CPU':>10} {'ratio':>6}" if base else "") +
+              f" {'coco MB':>8} {'ours MB':>8} {'max |diff|':>11}")
     print(header)
+
+    def line(mode, label, coco, ours, before, mem="", diff=""):
+        (wc, cc), (wo, co) = coco, ours
+        text = f"{mode:6} {label:9} {wc:9.3f} {wo:9.3f} {wc / wo:5.1f}x {cc:9.3f} {co:9.3f} {cc / co:5.1f}x"
+        if base:
+            text += f" {before[1]:10.3f} {cc / before[1]:5.1f}x" if before else f" {'':10} {'':6}"
+        print(text + mem + diff, flush=True)
+
+    if not args.no_process:
+        compile_bytecode(REPO / "src")
     for mode in args.modes:
-        tot_c = tot_o = 0.0
+        tot_c = [0.0, 0.0]
         for metric in ["bleu", "rouge_l", "cider_d"]:
             tc, mc, sc = measure(coco_runner(metric, hyps, refs, mode), args.repeat)
             to, mo, so = measure(dialeval_runner(metric, hyps, refs, mode), args.repeat)
-            tot_c += tc
-            tot_o += to
+            tot_c = [tot_c[0] + tc[0], tot_c[1] + tc[1]]
             diff = float(np.max(np.abs(sc - so)))
             shown = "(df differs)" if (mode == "max" and metric == "cider_d") else f"{diff:.1e}"
             label = "bleu1-4" if metric == "bleu" else metric
-            print(f"{mode:6} {label:9} {tc:8.3f} {to:8.3f} {tc / to:6.1f}x {mc / 2**20:8.1f} {mo / 2**20:8.1f} {shown:>11}")
-        print(f"{mode:6} {'sum':9} {tot_c:8.3f} {tot_o:8.3f} {tot_c / tot_o:6.1f}x")
+            line(mode, label, tc, to, base and base[f"{mode}/{metric}"],
+                 f" {mc / 2**20:8.1f} {mo / 2**20:8.1f}", f" {shown:>11}")
         # one dialeval call for all of them shares tokens and n-gram counts, as a user's run does
         tt, mt, _ = measure(dialeval_runner("all", hyps, refs, mode), args.repeat)
-        print(f"{mode:6} {'together':9} {tot_c:8.3f} {tt:8.3f} {tot_c / tt:6.1f}x {'':8} {mt / 2**20:8.1f}")
+        line(mode, "together", tuple(tot_c), tt, base and base[f"{mode}/all"], f" {'':8} {mt / 2**20:8.1f}")
         if not args.no_process:
-            row = process_row(hyps, refs, mode, args.repeat)
+            row = process_row(hyps, refs, mode, args.repeat, baseline=args.baseline)
             if row is None:
                 print(f"{mode:6} {'process':9} (skipped: references per item differ or texts hold line breaks)")
             else:
-                wc, wo, cc, co = row
-                print(f"{mode:6} {'process':9} {wc:8.3f} {wo:8.3f} {wc / wo:6.1f}x   "
-                      f"CPU s {cc:.2f} / {co:.2f} = {cc / co:.1f}x   (whole processes, start-up included)",
-                      flush=True)
+                line(mode, "process", row["coco"], row["ours"], row.get("before"), "   (whole processes)")
 
 
 if __name__ == "__main__":

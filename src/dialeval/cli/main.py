@@ -188,7 +188,7 @@ def cmd_metrics(args) -> int:
     return 0
 
 
-def add_score_parser(sub) -> argparse.ArgumentParser:
+def add_score_parser(sub, metric_flags: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("score", help="score responses with metrics")
     p.add_argument("input", nargs="?", help="JSONL (or a JSON array), CSV or TSV file of samples; - reads standard input")
     p.add_argument("--format", choices=["jsonl", "json", "csv", "tsv"],
@@ -221,19 +221,25 @@ def add_score_parser(sub) -> argparse.ArgumentParser:
                         "`report` need to recompute corpus scores on resamples")
     p.add_argument("--table-format", default="plain", choices=["plain", "markdown", "latex", "csv"],
                    help="table format (--format names the input format here)")
-    add_scoring_flags(p)
+    add_scoring_flags(p, metric_flags=metric_flags)
     p.set_defaults(func=cmd_score)
     return p
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only_score: bool = False, metric_flags: bool = True) -> argparse.ArgumentParser:
+    """The whole command line. `only_score` builds the `score` command alone and `metric_flags`
+    False leaves out its generated metric flags: `main` uses that lighter parser when the
+    command line can be parsed without them (see `_light_parser`)."""
     import importlib
 
     parser = argparse.ArgumentParser(prog="dialeval", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"dialeval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    add_score_parser(sub)
+    score = add_score_parser(sub, metric_flags=metric_flags)
+    if only_score:
+        parser.score_parser = score
+        return parser
     p = sub.add_parser("metrics", help="list metrics and their options")
     p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=cmd_metrics)
@@ -280,11 +286,33 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"dialeval: warning: {message}", file=sys.stderr)
 
 
+def _light_parser(argv: Sequence[str] | None) -> argparse.ArgumentParser | None:
+    """For `dialeval score` whose every --option is one of score's own (not a generated metric
+    flag): a parser of that command alone, without the metric flags. Generating those flags
+    reads every registered metric's constructor, which imports every family's modules; that is
+    most of the start-up of a short run. The parse gives what the full parser gives (exact flag
+    names only, metric flags default to None), and anything else goes to the full parser."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command != "score" or "-h" in argv or "--help" in argv or "--" in argv:
+        return None
+    parser = build_parser(only_score=True, metric_flags=False)
+    own = {s for a in parser.score_parser._actions for s in a.option_strings}
+    if any(a.startswith("--") and a.split("=", 1)[0] not in own for a in argv):
+        return None
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    parser = _light_parser(argv)
+    args = extra = None
+    if parser is not None:
+        args, extra = parser.parse_known_args(argv)
+    if parser is None or extra:
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
     if extra:
         return _unknown_arguments(parser, args, extra)
     try:

@@ -50,15 +50,16 @@ def add_metric_flags(parser: argparse.ArgumentParser) -> list[str]:
     return list(seen)
 
 
-def add_scoring_flags(parser: argparse.ArgumentParser) -> None:
-    """--refs-mode, --tokenize and every generated metric flag."""
+def add_scoring_flags(parser: argparse.ArgumentParser, metric_flags: bool = True) -> None:
+    """--refs-mode, --tokenize and every generated metric flag (none with `metric_flags` False:
+    the CLI's light parser for command lines that give no metric option)."""
     from dialeval.metrics.base import REFS_MODES
 
     parser.add_argument("--refs-mode", default="multi", choices=list(REFS_MODES),
                         help="how several references combine (default: multi, the original rule)")
     parser.add_argument("--tokenize", default=None,
                         help="tokenizer for every metric (default: each metric's original)")
-    parser.set_defaults(_metric_flags=add_metric_flags(parser))
+    parser.set_defaults(_metric_flags=add_metric_flags(parser) if metric_flags else [])
 
 
 def metric_options(args: argparse.Namespace) -> dict:

@@ -8,6 +8,7 @@ the input from the start without holding it.
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, Callable, Iterable, Sequence
 
 from ..data.sample import Sample
@@ -19,12 +20,21 @@ Shards = Callable[[], Iterable[Sequence[Sample]]]
 
 
 def gather_first_pass(plan: Plan, shards: Shards, backend) -> dict[str, dict[Any, Any]] | None:
-    """Merged corpus-pass states (system -> key -> state), or None when no metric needs them."""
+    """Merged corpus-pass states (system -> key -> state), or None when no metric needs them.
+
+    An input of one shard needs no pass: each system's batch is then its whole evaluated set,
+    and a metric scoring a batch without merged state takes the same corpus knowledge from the
+    batch itself (`Batch.root`, see metrics/base.py), so the numbers are the same without
+    reading and tokenising the references twice. The empty dict says so."""
     if not plan.needs_first_pass:
         return None
+    parts = iter(shards())
+    head = [shard for shard in (next(parts, None), next(parts, None)) if shard is not None]
+    if len(head) < 2:
+        return {}
     corpus: dict[str, dict[Any, Any]] = {}
     shared = _Interner()
-    for part in backend.map(first_pass_shard, plan, shards()):
+    for part in backend.map(first_pass_shard, plan, chain(head, parts)):
         corpus = merge_first_pass(plan, corpus, part)
         for system in part:
             for key, state in corpus[system].items():

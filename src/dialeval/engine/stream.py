@@ -111,6 +111,10 @@ class RunSummary:
                             for s, vals in self.systems.items()}}
 
 
+# one encoder for every row (json.dumps with options builds a new one per call)
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def _row_line(sample: Sample, scores: dict[str, float], extra: dict[str, Any] | None = None) -> str:
     from ..scoring import output_row
 
@@ -118,7 +122,7 @@ def _row_line(sample: Sample, scores: dict[str, float], extra: dict[str, Any] | 
     if extra:
         row.update(extra)
     try:
-        return json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n"
+        return _ROW_ENCODER.encode(row) + "\n"   # = json.dumps(row, ensure_ascii=False, allow_nan=False)
     except ValueError:   # NaN in ratings or meta
         return json.dumps(json_value(row), ensure_ascii=False) + "\n"
 

@@ -80,13 +80,43 @@ class Batch:
         """One row per (sample, reference): the reference alone. `item_of_row` maps rows back."""
         def build() -> Batch:
             counts = np.fromiter((len(r) for r in self.refs), dtype=np.int64, count=len(self.refs))
-            hyps = [h for h, n in zip(self.hyps, counts) for _ in range(n)]
-            ctxs = [c for c, n in zip(self.contexts, counts) for _ in range(n)]
-            refs = [[r] for rs in self.refs for r in rs]
-            rows = np.repeat(np.arange(len(self.hyps)), counts)
-            samples = [self.samples[i] for i in rows] if self.samples is not None else None
-            return Batch(hyps, refs, ctxs, root=self.root, item_of_row=rows, samples=samples)
+            return _PairsBatch(self, np.repeat(np.arange(len(self.hyps)), counts))
         return self.memo("__pairs__", build)
+
+
+class _PairsBatch(Batch):
+    """`Batch.pairs()`: its text lists (22,000 rows for 2,000 samples with 11 references) are
+    built on first use only, since metrics that work on the root's tokens (the compiled
+    word-overlap kernel) never read them."""
+
+    def __init__(self, parent: Batch, rows: np.ndarray):
+        self._parent = parent
+        self.root = parent.root
+        self.item_of_row = rows
+        self.corpus = parent.root.corpus
+        self._memo = {}
+        self._lists: dict[str, list] = {}
+
+    def __len__(self) -> int:
+        return len(self.item_of_row)
+
+    def _list(self, name: str) -> list | None:
+        if name not in self._lists:
+            parent, rows = self._parent, self.item_of_row.tolist()
+            if name == "refs":
+                value = [[r] for rs in parent.refs for r in rs]
+            elif name == "samples":
+                value = [parent.samples[i] for i in rows] if parent.samples is not None else None
+            else:
+                source = parent.hyps if name == "hyps" else parent.contexts
+                value = [source[i] for i in rows]
+            self._lists[name] = value
+        return self._lists[name]
+
+    hyps = property(lambda self: self._list("hyps"))
+    refs = property(lambda self: self._list("refs"))
+    contexts = property(lambda self: self._list("contexts"))
+    samples = property(lambda self: self._list("samples"))
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,12 @@ class MetricSpec:
         return getattr(module, cls_name)
 
     def option_specs(self) -> dict[str, OptionSpec]:
-        """The constructor's keyword parameters, less the ones fixed by this entry."""
-        return constructor_options(self.metric_class(), exclude=self.fixed)
+        """The constructor's keyword parameters, less the ones fixed by this entry (read once
+        per process: reading type hints compiles every annotation)."""
+        key = (self.target, tuple(sorted(self.fixed)))
+        if key not in _OPTION_SPECS:
+            _OPTION_SPECS[key] = constructor_options(self.metric_class(), exclude=self.fixed)
+        return dict(_OPTION_SPECS[key])
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -55,6 +59,8 @@ class MetricSpec:
                   if (k in accepted or self.passes_options) and v is not None}
         return self.metric_class()(**self.fixed, **kwargs)
 
+
+_OPTION_SPECS: dict[tuple, dict[str, OptionSpec]] = {}
 
 _OVERLAP = "dialeval.metrics.overlap"
 _SPECS: list[MetricSpec] = [
@@ -144,6 +150,8 @@ def all_options() -> dict[str, OptionSpec]:
 
 def check_metric_options(options: dict[str, Any]) -> None:
     """Refuse option names that no registered metric declares, naming the closest valid one."""
+    if not options:  # nothing to check: no need to read every family's constructor
+        return
     check_options(options, all_options(), what="metric option")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Batch, Metric
-from .tokens import ngram_counts, tokenized
+from .tokens import compiled, ngram_counts, rows_view, tokenized
 
 MAX_ORDER = 4
 TINY = 1e-15
@@ -24,6 +24,8 @@ SMALL = 1e-9
 def bleu_statistics(batch: Batch, tokenizer: str) -> np.ndarray:
     """Rows [testlen, reflen, guess_1..4, correct_1..4]; NaN rows for samples without references."""
     def build() -> np.ndarray:
+        if compiled() is not None and tokenized(batch.root, tokenizer).tok_hash is not None:
+            return _compiled_statistics(batch, tokenizer)
         tb = tokenized(batch, tokenizer)
         n_items = len(batch)
         stats = np.zeros((n_items, 2 + 2 * MAX_ORDER))
@@ -68,6 +70,31 @@ def bleu_statistics(batch: Batch, tokenizer: str) -> np.ndarray:
         stats[~has_ref] = np.nan
         return stats
     return batch.memo(("bleu-stats", tokenizer), build)
+
+
+def _compiled_statistics(batch: Batch, tokenizer: str) -> np.ndarray:
+    """`bleu_statistics` with the clipped matches counted by the kernel, on the root's token ids
+    (a `pairs()` batch re-uses them: row j is a root hypothesis against root reference j)."""
+    kernel = compiled()
+    tb, hyp_index, ref_off = rows_view(batch, tokenizer)
+    n_items = len(batch)
+    stats = np.zeros((n_items, 2 + 2 * MAX_ORDER))
+    testlen = tb.hyp.lengths[hyp_index]
+    stats[:, 0] = testlen
+    ref_counts = np.diff(ref_off)
+    has_ref = ref_counts > 0
+    rlen = tb.ref.lengths
+    bound = int(max(rlen.max(initial=0), testlen.max(initial=0))) + 1
+    key = np.abs(rlen - np.repeat(testlen, ref_counts)) * bound + rlen
+    if has_ref.any():
+        stats[has_ref, 1] = np.minimum.reduceat(key, ref_off[:-1][has_ref]) % bound
+    for n in range(1, MAX_ORDER + 1):
+        stats[:, 1 + n] = np.maximum(testlen - n + 1, 0)
+        stats[:, 1 + MAX_ORDER + n] = kernel.bleu_matches_local(hyp_index, ref_off, tb.hyp.ids, tb.hyp.starts,
+                                                                tb.hyp.lengths, tb.ref.ids, tb.ref.starts,
+                                                                tb.ref.lengths, n)
+    stats[~has_ref] = np.nan
+    return stats
 
 
 def bleu_from_stats(stats: np.ndarray, order: int) -> np.ndarray:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..base import Batch, Metric
-from .tokens import ngram_counts, ngram_occurrences, tokenized
+from .tokens import compiled, grams, mix64, ngram_counts, ngram_occurrences, rows_view, token_hashes, tokenized
 
 MAX_ORDER = 4
 SIGMA = 6.0
@@ -34,24 +34,9 @@ _MULT = np.uint64(0x9E3779B97F4A7C15)
 
 # --------------------------------------------------------------------------- n-gram hashes
 
-def _token_hashes(vocab: tuple[str, ...]) -> np.ndarray:
-    """64-bit hash of each token string (blake2b), the same in every process and batch."""
-    return np.fromiter((int.from_bytes(hashlib.blake2b(t.encode("utf-8", "surrogatepass"),
-                                                       digest_size=8).digest(), "little")
-                        for t in vocab), dtype=np.uint64, count=len(vocab))
-
-
-def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: spreads the bits of a combined hash."""
-    h = h ^ (h >> np.uint64(30))
-    h = h * np.uint64(0xBF58476D1CE4E5B9)
-    h = h ^ (h >> np.uint64(27))
-    h = h * np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
-
-
 def _occurrence_hashes(table, n: int, tok_hash: np.ndarray) -> np.ndarray:
-    """Hash of every n-gram occurrence of a token table, in text order (as `ngram_keys`)."""
+    """Hash of every n-gram occurrence of a token table, in text order (as `ngram_keys`):
+    mix64((t1 * M + t2) * M + ... + tn + n) of the token hashes t (the kernel's `ngram_ids`)."""
     pos_in_sent = np.arange(len(table.ids), dtype=np.int64) - np.repeat(table.starts, table.lengths)
     valid = pos_in_sent + n <= table.lengths[table.sentence_of_token]
     starts = np.flatnonzero(valid)
@@ -59,14 +44,14 @@ def _occurrence_hashes(table, n: int, tok_hash: np.ndarray) -> np.ndarray:
         h = tok_hash[table.ids[starts]].copy()
         for k in range(1, n):
             h = h * _MULT + tok_hash[table.ids[starts + k]]
-        return _mix(h + np.uint64(n))
+        return mix64(h + np.uint64(n))
 
 
 def gram_hashes(batch: Batch, tokenizer: str, n: int) -> np.ndarray:
     """Hash of each dense n-gram key of `batch` (`ngram_counts(...).bound` entries)."""
     def build() -> np.ndarray:
         tb = tokenized(batch, tokenizer)
-        tok_hash = batch.memo(("token-hashes", tokenizer), lambda: _token_hashes(tb.vocab))
+        tok_hash = token_hashes(batch, tokenizer)
         (_, h_key), (_, r_key) = ngram_occurrences(batch, tokenizer, n)
         bound = ngram_counts(batch, tokenizer, n).bound
         out = np.zeros(bound, dtype=np.uint64)
@@ -85,7 +70,8 @@ class DocumentFrequencies:
     a set is the same however it was sharded."""
 
     n_items: int
-    keys: list[np.ndarray]     # per order, sorted uint64
+    keys: list[np.ndarray]     # per order, distinct uint64 (sorted after a merge; the kernel's
+                               # first pass leaves them in order of first appearance)
     counts: list[np.ndarray]   # per order, int64
 
     def merge(self, other: "DocumentFrequencies") -> "DocumentFrequencies":
@@ -107,6 +93,12 @@ class DocumentFrequencies:
         keys, counts = self.keys[order - 1], self.counts[order - 1]
         if not len(keys):
             return np.zeros(len(hashes), dtype=np.float64)
+        kernel = compiled()
+        if kernel is not None:
+            return kernel.lookup_counts(keys, counts, np.ascontiguousarray(hashes, dtype=np.uint64))
+        if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
+            order = np.argsort(keys)
+            keys, counts = keys[order], counts[order]
         pos = np.minimum(np.searchsorted(keys, hashes), len(keys) - 1)
         return np.where(keys[pos] == hashes, counts[pos], 0).astype(np.float64)
 
@@ -127,8 +119,29 @@ class DocumentFrequencies:
 
 def document_frequencies(batch: Batch, tokenizer: str) -> DocumentFrequencies:
     """The first-pass state of one shard: only its reference sets matter."""
+    kernel = compiled()
+    if kernel is not None and tokenizer == "whitespace" and batch.root is batch:
+        # straight from the texts: no token or n-gram ids, only hashes
+        counts = np.fromiter(map(len, batch.refs), dtype=np.int64, count=len(batch.refs))
+        ref_off = np.zeros(len(batch) + 1, dtype=np.int64)
+        np.cumsum(counts, out=ref_off[1:])
+        try:
+            found = kernel.reference_doc_freq([r for refs in batch.refs for r in refs], ref_off, MAX_ORDER)
+        except UnicodeEncodeError:
+            pass
+        else:
+            return DocumentFrequencies(len(batch), [k for k, _ in found], [c for _, c in found])
     tb = tokenized(batch, tokenizer)
     keys, counts = [], []
+    if kernel is not None and tb.tok_hash is not None:
+        _, _, ref_off = rows_view(batch, tokenizer)
+        for n in range(1, MAX_ORDER + 1):
+            _, gid_r, hashes = grams(batch, tokenizer, n)
+            df = kernel.doc_freq(ref_off, tb.ref.starts, tb.ref.lengths, gid_r, len(hashes), n)
+            present = np.flatnonzero(df)
+            keys.append(hashes[present])   # in order of first appearance (see the class doc)
+            counts.append(df[present])
+        return DocumentFrequencies(len(batch), keys, counts)
     for n in range(1, MAX_ORDER + 1):
         c = ngram_counts(batch, tokenizer, n)
         bound = max(c.bound, 1)
@@ -154,7 +167,21 @@ def cider_pair_similarities(root: Batch, tokenizer: str, variant: str) -> np.nda
         n_refs = tb.ref.n_sentences
         log_n = np.log(float(n_items)) if n_items else 0.0
         sims = np.zeros((n_refs, MAX_ORDER))
+        kernel = compiled()
+        fast = kernel is not None and tb.tok_hash is not None
         for n in range(1, MAX_ORDER + 1):
+            if fast:
+                _, hyp_index, ref_off = rows_view(root, tokenizer)
+                gid_h, gid_r, hashes = grams(root, tokenizer, n)
+                if corpus_df is not None:
+                    df = corpus_df.lookup(n, hashes)
+                else:
+                    df = kernel.doc_freq(ref_off, tb.ref.starts, tb.ref.lengths, gid_r, len(hashes), n).astype(np.float64)
+                idf = log_n - np.log(np.maximum(1.0, df))
+                sims[:, n - 1] = kernel.cider_sims(hyp_index, ref_off, tb.hyp.starts, tb.hyp.lengths, gid_h,
+                                                   tb.ref.starts, tb.ref.lengths, gid_r, hashes, idf, n,
+                                                   variant == "d")
+                continue
             c = ngram_counts(root, tokenizer, n)
             bound = c.bound
             h_item, h_gram, h_tf = c.hyp_item, c.hyp_gram, c.hyp_count
@@ -169,14 +196,11 @@ def cider_pair_similarities(root: Batch, tokenizer: str, variant: str) -> np.nda
             idf = log_n - np.log(np.maximum(1.0, df))
             v_h = h_tf * idf[h_gram]
             v_r = r_tf * idf[r_gram]
-            if corpus_df is not None:
-                # sum each item's n-grams in hash order, not in this batch's vocabulary order,
-                # so that a sample's value is bit-for-bit the same in any shard
-                gh = gram_hashes(root, tokenizer, n)
-                perm_h = np.lexsort((gh[h_gram], h_item))
-                perm_r = np.lexsort((gh[r_gram], r_ref))
-            else:
-                perm_h = perm_r = slice(None)
+            # sum each item's n-grams in hash order, not in this batch's vocabulary order, so
+            # that a sample's value is bit-for-bit the same in any shard (and on either path)
+            gh = gram_hashes(root, tokenizer, n)
+            perm_h = np.lexsort((gh[h_gram], h_item))
+            perm_r = np.lexsort((gh[r_gram], r_ref))
             norm_h = np.sqrt(np.bincount(h_item[perm_h], weights=(v_h * v_h)[perm_h], minlength=n_rows).astype(np.float64))
             norm_r = np.sqrt(np.bincount(r_ref[perm_r], weights=(v_r * v_r)[perm_r], minlength=n_refs).astype(np.float64))
             hyp_keys = h_item * bound + h_gram

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...text.ngrams import TokenTable
 from ..base import Batch, Metric
-from .tokens import take, tokenized
+from .tokens import compiled, rows_view, take, tokenized
 
 BETA = 1.2
 _CHUNK_CELLS = 1 << 22
@@ -88,18 +88,28 @@ class RougeL(Metric):
     native_tokenizer = "space"
 
     def multi_stats(self, batch: Batch) -> np.ndarray:
-        tb = tokenized(batch, self.tokenizer)
         n_items = len(batch)
-        lcs = lcs_lengths(take(tb.hyp, tb.ref_item), tb.ref).astype(np.float64)
-        len_h = tb.hyp.lengths[tb.ref_item].astype(np.float64)
+        kernel = compiled()
+        if kernel is not None and tokenized(batch.root, self.tokenizer).tok_hash is not None:
+            tb, hyp_index, ref_off = rows_view(batch, self.tokenizer)
+            ref_item = np.repeat(np.arange(n_items, dtype=np.int64), np.diff(ref_off))
+            hyp_of_ref = hyp_index[ref_item]
+            lcs = kernel.lcs_pairs(tb.hyp.ids, tb.hyp.starts, tb.hyp.lengths, hyp_of_ref,
+                                   tb.ref.ids, tb.ref.starts, tb.ref.lengths).astype(np.float64)
+            len_h = tb.hyp.lengths[hyp_of_ref].astype(np.float64)
+        else:
+            tb = tokenized(batch, self.tokenizer)
+            ref_item = tb.ref_item
+            lcs = lcs_lengths(take(tb.hyp, ref_item), tb.ref).astype(np.float64)
+            len_h = tb.hyp.lengths[ref_item].astype(np.float64)
         len_r = tb.ref.lengths.astype(np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             prec = np.where(len_h > 0, lcs / len_h, 0.0)
             rec = np.where(len_r > 0, lcs / len_r, 0.0)
         p = np.full(n_items, -np.inf)
         r = np.full(n_items, -np.inf)
-        np.maximum.at(p, tb.ref_item, prec)
-        np.maximum.at(r, tb.ref_item, rec)
+        np.maximum.at(p, ref_item, prec)
+        np.maximum.at(r, ref_item, rec)
         b2 = BETA ** 2
         with np.errstate(divide="ignore", invalid="ignore"):
             score = ((1 + b2) * p * r) / (r + b2 * p)
