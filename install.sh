@@ -63,6 +63,9 @@ fi
 # torch first, pinned exactly, so that nothing pulls the CUDA wheels.
 "$PY" -m pip install -q --disable-pip-version-check "torch==2.13.0"
 "$PY" -m pip install -q --disable-pip-version-check -e ".[all,dev]"
+# the compiled kernels (setup.py builds every .pyx; optional for pip, required here)
+"$PY" -c "import dialeval.metrics.overlap.kernel, dialeval.metrics.overlap.meteor.kernel" ||
+  { echo "the Cython kernels were not built (is a C compiler installed?)" >&2; exit 1; }
 
 # --- Resources built or set up after installation ----------------------------------------
 
