@@ -175,6 +175,29 @@ def test_metric_scores_as_the_model_predicts(adem_dir):
     assert cfg["state"]["scale_mapping_"]["datasets"] == [] or "rule" in cfg["state"]["scale_mapping_"]
 
 
+def test_hred_model_is_one_folder_that_survives_moving_its_encoder(encoder_dir, tmp_path):
+    """The VHRED encoder is copied into the ADEM folder: the model scores the same after the
+    training-time encoder folder is gone, and a changed copy of it is refused."""
+    enc = tmp_path / "enc"
+    shutil.copytree(encoder_dir, enc)
+    model = Adem(encoder=f"hred:{enc}", pca_dims=4, max_epochs=5).fit(rows_for())
+    saved = tmp_path / "adem"
+    model.save(saved)
+    rows = rows_for(6)
+    args = ([r.context for r in rows], [r.references for r in rows], [r.response for r in rows])
+    want = model.predict(*args)
+    shutil.rmtree(enc)
+    moved = tmp_path / "moved"
+    os.replace(saved, moved)
+    loaded = Adem.load(moved)
+    assert loaded.encoder == f"hred:{moved / 'encoder'}"
+    assert np.array_equal(loaded.predict(*args), want)
+    with open(moved / "encoder" / "arrays.npz", "ab") as handle:
+        handle.write(b"x")
+    with pytest.raises(DialevalError, match="changed since the artifact was saved"):
+        Adem.load(moved)
+
+
 def test_wrong_variant_is_refused(adem_dir):
     import dialeval
 

@@ -32,7 +32,8 @@ def sha256_of(path: str) -> str:
     return digest.hexdigest()
 
 
-def _files_under(directory: str) -> list[str]:
+def files_under(directory: str) -> list[str]:
+    """Every file of an artifact folder but its manifest, as sorted "a/b" paths."""
     found = []
     for root, dirs, files in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -52,7 +53,7 @@ def write_manifest(directory: str | os.PathLike, kind: str, extra: Mapping[str, 
     manifest = {"kind": kind, "dialeval_version": __version__, **(extra or {}),
                 "files": {rel: {"sha256": sha256_of(os.path.join(directory, rel)),
                                 "bytes": os.path.getsize(os.path.join(directory, rel))}
-                          for rel in _files_under(directory)}}
+                          for rel in files_under(directory)}}
     with atomic_write(os.path.join(directory, MANIFEST)) as handle:
         json.dump(manifest, handle, indent=1, sort_keys=True)
     return manifest
@@ -109,8 +110,10 @@ def save_artifact(directory: str | os.PathLike, kind: str, config: Mapping[str, 
             json.dump(dict(config), handle, indent=1, sort_keys=True)
         if arrays:
             np.savez(os.path.join(staging, ARRAYS), **{k: np.asarray(v) for k, v in arrays.items()})
-        for name, source in (files or {}).items():
-            shutil.copyfile(os.fspath(source), os.path.join(staging, name))
+        for name, source in (files or {}).items():     # a name may hold a subfolder ("encoder/x")
+            target = os.path.join(staging, name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(os.fspath(source), target)
         write_manifest(staging, kind)
         replace_dir(staging, directory)
     except BaseException:

@@ -27,6 +27,7 @@ and the PCA affine) equals the mean of the single-reference scores.
 from __future__ import annotations
 
 import math
+import os
 import time
 from typing import Any, Callable, Literal, Mapping, Sequence
 
@@ -38,6 +39,7 @@ from .data import RatedRow, split_by_context
 
 KIND = "adem"
 VARIANTS = ("adem", "c_adem", "r_adem")
+BUNDLED_ENCODER = "encoder"   # subfolder of a saved model holding its hred encoder
 PRESETS = {"paper": {"pca_dims": 7, "gamma": 0.02, "penalty": "l1"},
            "released": {"pca_dims": 50, "gamma": 0.02, "penalty": "l2"}}
 
@@ -286,6 +288,19 @@ class Adem(Estimator):
         return other
 
     # -- persistence ---------------------------------------------------------------------
+    def _extra_files(self) -> dict[str, str]:
+        """A VHRED encoder travels inside the ADEM folder (`encoder/`), so a model can be moved
+        or shared as one folder; its files are in ADEM's manifest too."""
+        from .encoders import parse_encoder_spec
+
+        kind, path = parse_encoder_spec(self.encoder)
+        if kind != "hred":
+            return {}
+        from ....models.store import files_under
+
+        return {f"{BUNDLED_ENCODER}/{rel}": os.path.join(path, rel) for rel in files_under(path)} | \
+            {f"{BUNDLED_ENCODER}/manifest.json": os.path.join(path, "manifest.json")}
+
     def _set_state(self, values: Mapping[str, Any], arrays: Mapping[str, np.ndarray], directory: str) -> None:
         missing = {"M_", "N_", "pca_mean_", "pca_components_"} - set(arrays)
         if missing or "alpha_" not in values or "beta_" not in values:
@@ -296,6 +311,9 @@ class Adem(Estimator):
             raise DialevalError(f"{directory}: ADEM arrays do not fit together (M {arrays['M_'].shape}, "
                                 f"PCA {arrays['pca_components_'].shape})")
         super()._set_state(values, arrays, directory)
+        bundled = os.path.join(directory, BUNDLED_ENCODER)
+        if self.encoder.startswith("hred:") and os.path.isdir(bundled):
+            self.encoder = f"hred:{bundled}"     # the copy saved with the model, not the training path
         self._check()
 
 
