@@ -35,6 +35,7 @@ import numpy as np
 
 from ....errors import DialevalError
 from ....models.estimator import Estimator
+from ...rowwise import rows_times
 from .data import RatedRow, split_by_context
 
 KIND = "adem"
@@ -255,15 +256,15 @@ class Adem(Estimator):
     # -- prediction ----------------------------------------------------------------------
     def _project(self, C, R, H):
         P = self.pca_components_.T
-        return (_rows_times(C - self.pca_mean_, P), _rows_times(R - self.pca_mean_, P),
-                _rows_times(H - self.pca_mean_, P))
+        return (rows_times(C - self.pca_mean_, P), rows_times(R - self.pca_mean_, P),
+                rows_times(H - self.pca_mean_, P))
 
     def _raw(self, c, r, h, M, N) -> np.ndarray:
         raw = np.zeros(len(h))
         if self.variant in ("adem", "c_adem"):
-            raw = raw + np.einsum("ij,ij->i", _rows_times(c, M), h)
+            raw = raw + np.einsum("ij,ij->i", rows_times(c, M), h)
         if self.variant in ("adem", "r_adem"):
-            raw = raw + np.einsum("ij,ij->i", _rows_times(r, N), h)
+            raw = raw + np.einsum("ij,ij->i", rows_times(r, N), h)
         return raw
 
     def _predict_projected(self, c, r, h) -> np.ndarray:
@@ -358,10 +359,3 @@ class _Adam:
             v *= self.b2
             v += (1 - self.b2) * g * g
             p -= self.lr * (m / c1) / (np.sqrt(v / c2) + self.eps)
-
-
-def _rows_times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b whose every row is a function of that row of `a` alone, to the bit: BLAS picks its
-    kernel (and so the rounding) by the number of rows, which would make a sample's score depend
-    on the shard it is scored in. numpy's own einsum loop sums each row in one fixed order."""
-    return np.einsum("ij,jk->ik", np.ascontiguousarray(a), np.ascontiguousarray(b))
