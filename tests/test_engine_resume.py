@@ -1,6 +1,8 @@
 """Streaming output, kill -9 and --resume: the finished file is byte-identical to an
-uninterrupted run's; two plain runs are byte-identical; a checkpoint of another run is refused;
---backend dask gives the local backend's file."""
+uninterrupted run's; two plain runs are byte-identical; a resumed run takes the corpus-wide first
+pass (CIDEr's document frequencies) from the checkpoint instead of reading the input for it again,
+and redoes it when that file is damaged; a checkpoint of another run is refused; --backend dask
+gives the local backend's file."""
 
 from __future__ import annotations
 
@@ -33,10 +35,25 @@ def write_input(path: Path, n: int = 240, seed: int = 4) -> Path:
     return path
 
 
-def cli(*args, env_extra=None, check=True):
+# `dialeval score` in a process whose first pass fails if it runs: a resumed run must not need it
+NO_FIRST_PASS = """
+import sys
+import dialeval.engine.stream as stream
+
+def refuse(*args, **kwargs):
+    raise SystemExit("the first pass ran again")
+
+stream.gather_first_pass = refuse
+from dialeval.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def cli(*args, env_extra=None, check=True, no_first_pass=False):
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.update(env_extra or {})
-    proc = subprocess.run([sys.executable, "-m", "dialeval.cli", "score", *map(str, args)],
+    entry = ["-c", NO_FIRST_PASS] if no_first_pass else ["-m", "dialeval.cli"]
+    proc = subprocess.run([sys.executable, *entry, "score", *map(str, args)],
                           env=env, capture_output=True, text=True)
     if check:
         assert proc.returncode == 0, proc.stderr
@@ -60,11 +77,41 @@ def test_kill_resume_and_plain_runs_are_byte_identical(tmp_path):
     checkpoint = json.loads(Path(str(out) + ".resume.json").read_text())
     assert checkpoint["shards"] == 4                      # shard 4 was written, not checkpointed
     assert partial.stat().st_size > checkpoint["bytes"]   # so the partial file has rows to drop
-    resumed = cli(*common, "-o", out, "--resume")
+    first_pass = Path(str(out) + ".firstpass.npz")
+    assert first_pass.exists() and checkpoint["first_pass"]["file"] == first_pass.name
+    # both systems have their own references here: two document-frequency states
+    assert sorted(checkpoint["first_pass"]["systems"]) == ["A", "B"]
+    resumed = cli(*common, "-o", out, "--resume", no_first_pass=True)
     assert "100 samples (4 shards) already done" in resumed.stderr
+    assert "first pass restored from the checkpoint" in resumed.stderr
     assert out.read_bytes() == a
-    assert not partial.exists() and not Path(str(out) + ".resume.json").exists()
+    assert not partial.exists() and not Path(str(out) + ".resume.json").exists() and not first_pass.exists()
     assert resumed.stdout == cli(*common).stdout          # the same table as a plain run
+
+
+def test_resume_redoes_a_damaged_first_pass_and_shared_references_are_stored_once(tmp_path):
+    src = tmp_path / "in.jsonl"
+    rows = [json.loads(line) for line in write_input(tmp_path / "base.jsonl", n=60).read_text().splitlines()]
+    for i, row in enumerate(rows):        # systems A and B scored against the same references
+        row["references"] = rows[i - i % 2]["references"]
+    src.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    common = [src, "--metrics", "cider_d,cider,bleu2", "--chunk-size", "10"]
+    plain = cli(*common, "-o", tmp_path / "plain.jsonl")
+    out = tmp_path / "o.jsonl"
+    cli(*common, "-o", out, env_extra={"DIALEVAL_ENGINE_KILL_AFTER_SHARD": "3"}, check=False)
+    checkpoint = json.loads(Path(str(out) + ".resume.json").read_text())
+    systems = checkpoint["first_pass"]["systems"]   # CIDEr and CIDEr-D share one pass; A and B one state
+    assert systems["A"] == systems["B"] and list(systems["A"].values()) == [0]
+    assert "cider-df" in next(iter(systems["A"]))
+    first_pass = Path(str(out) + ".firstpass.npz")
+    damaged = bytearray(first_pass.read_bytes())
+    damaged[-100] ^= 1
+    first_pass.write_bytes(bytes(damaged))
+    assert cli(*common, "-o", out, "--resume", no_first_pass=True, check=False).returncode != 0
+    resumed = cli(*common, "-o", out, "--resume")
+    assert "no usable first pass; reading the input for it again" in resumed.stderr
+    assert out.read_bytes() == (tmp_path / "plain.jsonl").read_bytes()
+    assert resumed.stdout == plain.stdout
 
 
 def test_checkpoint_of_another_run_is_refused(tmp_path):

@@ -8,7 +8,9 @@ or absent. `resume=True` truncates the partial file to the checkpoint's byte cou
 states, skips the done shards (reading them again, unscored) and carries on: the finished file
 is byte-identical to an uninterrupted run's, because shards, their order and the order of
 merging are the same. A checkpoint made with another input, other options or another shard
-size is refused. The corpus-wide first pass is cheap next to scoring and is redone on resume.
+size is refused. The merged corpus-wide first pass (CIDEr's document frequencies) is saved
+beside the checkpoint once it is done (`OUTPUT.firstpass.npz`, see `checkpoint.py`), so a resumed
+run does not read the whole input for it again.
 
 Memory: one shard of samples and rows at a time (times the Dask window), the merged states,
 and what a metric's first pass needs (CIDEr: distinct n-grams with their document frequency).
@@ -31,12 +33,13 @@ from ..data.sample import Sample
 from ..data.writers import json_value
 from ..errors import DialevalError
 from ..version import __version__
+from .checkpoint import FIRST_PASS_SUFFIX, load_checkpoint, load_first_pass, save_checkpoint, save_first_pass
 from .merge import Totals, no_reference_note
 from .plan import Plan
 from .run import gather_first_pass, run_plan
 
 KILL_HOOK = "DIALEVAL_ENGINE_KILL_AFTER_SHARD"  # tests: SIGKILL self after writing that shard's rows
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2   # 2: the first pass is kept in OUTPUT.firstpass.npz
 
 
 @dataclass
@@ -177,18 +180,21 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
     def shards():
         return chunked(source.samples(), size)
 
-    partial = checkpoint = None
+    partial = checkpoint = first_pass_file = None
+    first_pass_record: dict[str, Any] | None = None
+    state: dict[str, Any] | None = None
     fingerprint: dict[str, Any] = {}
     totals = Totals()
     skip = 0
     handle = None
     if output:
         partial, checkpoint = output + ".partial", output + ".resume.json"
+        first_pass_file = output + FIRST_PASS_SUFFIX
         fingerprint = {"version": __version__, "checkpoint": CHECKPOINT_VERSION, "metrics": plan.names,
                        "signatures": plan.signatures, "recipe": repr(plan.recipe), "shard": size,
                        "with_stats": bool(with_stats),
                        "input": source.fingerprint() if source.path != STDIN else "stdin"}
-        state = _load_checkpoint(checkpoint, partial, fingerprint) if resume else None
+        state = load_checkpoint(checkpoint, partial, fingerprint) if resume else None
         if resume and state is None:
             say("--resume: no checkpoint of this output; starting from the beginning")
         if state is not None:
@@ -219,14 +225,27 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
             if kill_after is not None and index == kill_after:
                 os.kill(os.getpid(), signal.SIGKILL)
             os.fsync(handle.fileno())
-            _save_checkpoint(checkpoint, {"fingerprint": fingerprint, "shards": index + 1,
-                                          "bytes": handle.tell(), "totals": totals_now.to_dict()})
+            save_checkpoint(checkpoint, {"fingerprint": fingerprint, "shards": index + 1, "bytes": handle.tell(),
+                                         "totals": totals_now.to_dict(), "first_pass": first_pass_record})
         if bar is not None:
             bar.update(result.n)
 
     ok = False
     try:
-        corpus = gather_first_pass(plan, shards, backend)
+        corpus = None
+        if plan.needs_first_pass and state is not None:
+            corpus = load_first_pass(first_pass_file, plan, state.get("first_pass"))
+            if corpus is not None:
+                first_pass_record = state["first_pass"]
+                say("--resume: corpus-wide first pass restored from the checkpoint")
+            else:
+                say("--resume: the checkpoint has no usable first pass; reading the input for it again")
+        if corpus is None:
+            corpus = gather_first_pass(plan, shards, backend)
+            if handle is not None and corpus is not None:
+                first_pass_record = save_first_pass(first_pass_file, plan, corpus)
+                save_checkpoint(checkpoint, {"fingerprint": fingerprint, "shards": skip, "bytes": handle.tell(),
+                                             "totals": totals.to_dict(), "first_pass": first_pass_record})
         totals = run_plan(plan, shards, backend, corpus=corpus, totals=totals, skip=skip, on_shard=on_shard,
                           keep_stats=with_stats)
         if totals.n == 0:
@@ -237,7 +256,7 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
         if handle is not None:
             handle.close()
             handle = None
-            for path in (partial, checkpoint):
+            for path in (partial, checkpoint, first_pass_file):
                 with contextlib.suppress(OSError):
                     os.unlink(path)
         raise
@@ -248,8 +267,9 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
             handle.close()
     if ok and output:
         os.replace(partial, output)
-        with contextlib.suppress(OSError):
-            os.unlink(checkpoint)
+        for path in (checkpoint, first_pass_file):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
     notes = []
     note = no_reference_note(plan, totals)
     if note:
@@ -257,28 +277,3 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
     corpus_values, systems = totals.corpus_values(plan)
     return RunSummary(metrics=list(plan.names), corpus=corpus_values, systems=systems,
                       signatures=dict(plan.signatures), counts=dict(totals.counts), n=totals.n, notes=notes)
-
-
-def _save_checkpoint(path: str, state: dict[str, Any]) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(state, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
-def _load_checkpoint(checkpoint: str, partial: str, fingerprint: dict[str, Any]) -> dict[str, Any] | None:
-    if not (os.path.exists(checkpoint) and os.path.exists(partial)):
-        return None
-    try:
-        with open(checkpoint, encoding="utf-8") as handle:
-            state = json.load(handle)
-    except (OSError, ValueError):
-        raise DialevalError(f"{checkpoint}: unreadable checkpoint; run without --resume") from None
-    if state.get("fingerprint") != json.loads(json.dumps(fingerprint)):
-        raise DialevalError(f"{checkpoint}: made by a different run (input, metrics, options or "
-                            "shard size changed); run without --resume to start again")
-    if os.path.getsize(partial) < int(state["bytes"]):
-        raise DialevalError(f"{partial}: shorter than its checkpoint says; run without --resume")
-    return state

@@ -25,7 +25,9 @@ How state reduces is declared per metric, with defaults that keep every subclass
   need): the engine first runs `corpus_pass_state` over every shard of an evaluated set, merges
   with `merge_corpus_pass`, and hands the merged state to the scoring pass in `Batch.corpus`,
   so any sharding gives the unsharded numbers. Without it (a batch scored alone), a metric
-  takes its corpus knowledge from `Batch.root`, the full multi-reference batch.
+  takes its corpus knowledge from `Batch.root`, the full multi-reference batch. A metric that
+  also writes its merged state as arrays (`corpus_pass_arrays` / `corpus_pass_from_arrays`)
+  lets `--resume` restore the pass from the checkpoint instead of redoing it.
 
 A sample without references has no reference-based score: its sentence value is NaN and it
 adds nothing to the corpus value, for every metric with `needs_references`.
@@ -210,6 +212,16 @@ class Metric:
 
     def merge_corpus_pass(self, a: Any, b: Any) -> Any:
         """Merge two first-pass states; must be associative so that any sharding agrees."""
+        raise NotImplementedError
+
+    def corpus_pass_arrays(self, state: Any) -> dict[str, np.ndarray]:
+        """A merged first-pass state as named arrays, exactly, so that `--resume` restores it
+        from the checkpoint instead of reading the input again. Optional: without it a resumed
+        run redoes the first pass (same numbers, more time)."""
+        raise NotImplementedError
+
+    def corpus_pass_from_arrays(self, arrays: dict[str, np.ndarray]) -> Any:
+        """The state `corpus_pass_arrays` wrote."""
         raise NotImplementedError
 
     # -- shared machinery -------------------------------------------------------------------

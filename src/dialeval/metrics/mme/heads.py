@@ -14,6 +14,8 @@ import time
 
 import numpy as np
 
+from ..rowwise import rows_times
+
 
 def _gelu(x: np.ndarray) -> np.ndarray:
     from scipy.special import erf
@@ -24,8 +26,9 @@ def _gelu(x: np.ndarray) -> np.ndarray:
 def head_forward(arrays: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
     """Logits (n,) of a stored head for raw features x (n, d)."""
     z = (np.asarray(x, dtype=np.float64) - arrays["mu"]) / arrays["sd"]
-    h = _gelu(z @ arrays["w0"].T + arrays["b0"])
-    return (h @ arrays["w1"].T + arrays["b1"])[:, 0]
+    # row by row (metrics/rowwise.py): a sample's logit must not depend on its batch companions
+    h = _gelu(rows_times(z, arrays["w0"].T) + arrays["b0"])
+    return (rows_times(h, arrays["w1"].T) + arrays["b1"])[:, 0]
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:

@@ -116,6 +116,20 @@ class DocumentFrequencies:
     def nbytes(self) -> int:
         return sum(k.nbytes + c.nbytes for k, c in zip(self.keys, self.counts))
 
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Named arrays that `from_arrays` turns back into an equal state (exact integers)."""
+        out = {"n_items": np.array([self.n_items], dtype=np.int64)}
+        for n, (k, c) in enumerate(zip(self.keys, self.counts), start=1):
+            out[f"keys{n}"] = np.asarray(k, dtype=np.uint64)
+            out[f"counts{n}"] = np.asarray(c, dtype=np.int64)
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "DocumentFrequencies":
+        orders = range(1, MAX_ORDER + 1)
+        return cls(int(arrays["n_items"][0]), [np.asarray(arrays[f"keys{n}"], dtype=np.uint64) for n in orders],
+                   [np.asarray(arrays[f"counts{n}"], dtype=np.int64) for n in orders])
+
 
 def document_frequencies(batch: Batch, tokenizer: str) -> DocumentFrequencies:
     """The first-pass state of one shard: only its reference sets matter."""
@@ -265,6 +279,12 @@ class Cider(Metric):
 
     def merge_corpus_pass(self, a: DocumentFrequencies, b: DocumentFrequencies) -> DocumentFrequencies:
         return a.merge(b)
+
+    def corpus_pass_arrays(self, state: DocumentFrequencies) -> dict[str, np.ndarray]:
+        return state.to_arrays()
+
+    def corpus_pass_from_arrays(self, arrays: dict[str, np.ndarray]) -> DocumentFrequencies:
+        return DocumentFrequencies.from_arrays(arrays)
 
     def signature_options(self):
         opts = [("df", "corpus"), ("n", MAX_ORDER)]

@@ -87,6 +87,16 @@ def _build_net(vocab: int, emb: int, utt: int, ctx: int, latent: int, dec: int):
             _, h = self.ctx_rnn(packed)
             return self.ctx_norm(h[-1])
 
+        def utterance_vectors(self, ids):
+            """(N, L) word ids of N utterances of exactly L words (no padding) -> (N, 2*utt)."""
+            _, h = self.utt_rnn(self.emb(ids))
+            return self.utt_norm(torch.cat([h[0], h[1]], dim=-1))
+
+        def context_vectors(self, utterance_vecs):
+            """(B, T, 2*utt) utterance vectors of B dialogues of exactly T turns -> (B, ctx)."""
+            _, h = self.ctx_rnn(utterance_vecs)
+            return self.ctx_norm(h[-1])
+
         def elbo_terms(self, ctx_ids, ctx_len, turns, resp_ids, resp_len, dec_in, dec_out, *, posterior=True):
             """Summed token NLL and summed KL over the batch, and the number of target tokens."""
             h = self.contexts(ctx_ids, ctx_len, turns)
@@ -330,22 +340,41 @@ class DialogueEncoder(Estimator):
                 "kl_per_token": sums["kl"] / n}
 
     # -- encoding ------------------------------------------------------------------------
-    def encode(self, dialogues: Sequence[Sequence[str]], batch_size: int = 256) -> np.ndarray:
+    def encode(self, dialogues: Sequence[Sequence[str]]) -> np.ndarray:
         """Context vectors (n, ctx_dim) of dialogues (each a list of turns, oldest first; the
-        last `max_turns` turns are read). An empty dialogue or turn becomes one `<unk>`."""
+        last `max_turns` turns are read). An empty dialogue or turn becomes one `<unk>`.
+
+        A dialogue's vector is a function of that dialogue alone, to the bit: padded or packed
+        GRU batches change the last bits with the batch's other rows (and MKL computes a batch of
+        one row differently from a batch of four), so that sharded, resumed and Dask runs would
+        disagree. Instead every distinct utterance is encoded once, in batches of utterances of
+        one token length, and every dialogue in batches of dialogues of one turn count; each
+        batch has the fixed shape `ENCODE_ROWS` rows (the last one filled with zero rows), so the
+        computation a row goes through never depends on its companions.
+        """
         import torch
 
         self.check_fitted()
         net = self._net()
+        device = self._device()
         unk = self._index()[UNK]
+        parts = [tuple(tuple(self._ids(u) or [unk]) for u in (list(d)[-self.max_turns:] or [""]))
+                 for d in dialogues]
         out = np.zeros((len(dialogues), self.ctx_dim), dtype=np.float32)
+        if not parts:
+            return out
         with torch.no_grad():
-            for start in range(0, len(dialogues), batch_size):
-                part = [[self._ids(u) or [unk] for u in (list(d)[-self.max_turns:] or [""])]
-                        for d in dialogues[start:start + batch_size]]
-                ids, lengths, turns = self._context_tensors(part)
-                vec = net.contexts(ids.to(self._device()), lengths.to(self._device()), turns.to(self._device()))
-                out[start:start + len(part)] = vec.cpu().numpy()
+            utterances = sorted({u for p in parts for u in p}, key=lambda u: (len(u), u))
+            index = {u: i for i, u in enumerate(utterances)}
+            vecs = torch.zeros((len(utterances), 2 * self.utt_dim))
+            for rows in _same_size_runs(utterances, len):
+                ids = torch.tensor([utterances[i] for i in rows], dtype=torch.long)
+                vecs[rows] = _fixed_rows(lambda x: net.utterance_vectors(x.to(device)), ids)
+            order = sorted(range(len(parts)), key=lambda i: (len(parts[i]), i))
+            for rows in _same_size_runs([parts[i] for i in order], len):
+                picked = [order[k] for k in rows]
+                dialogs = torch.stack([vecs[[index[u] for u in parts[i]]] for i in picked])
+                out[picked] = _fixed_rows(lambda x: net.context_vectors(x.to(device)), dialogs).numpy()
         return out
 
     # -- persistence ---------------------------------------------------------------------
@@ -372,3 +401,32 @@ def load_encoder(directory: str | os.PathLike, device: str | None = None) -> Dia
         enc.device = device
         enc._net_cache = None
     return enc
+
+
+ENCODE_ROWS = 16   # the one batch shape of `DialogueEncoder.encode` (see there why it is fixed)
+
+
+def _same_size_runs(items: Sequence, size: Callable[[Any], int]) -> list[list[int]]:
+    """Indices of consecutive runs of `items` (sorted by `size`) of one size."""
+    runs: list[list[int]] = []
+    for i, item in enumerate(items):
+        if runs and size(items[runs[-1][0]]) == size(item):
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+def _fixed_rows(fn: Callable[[Any], Any], x):
+    """`fn` over the rows of `x` in batches of exactly ENCODE_ROWS rows (the last one padded
+    with zero rows that are dropped again), on the CPU."""
+    import torch
+
+    out = []
+    for start in range(0, x.shape[0], ENCODE_ROWS):
+        chunk = x[start:start + ENCODE_ROWS]
+        n = chunk.shape[0]
+        if n < ENCODE_ROWS:
+            chunk = torch.cat([chunk, chunk.new_zeros((ENCODE_ROWS - n,) + tuple(chunk.shape[1:]))])
+        out.append(fn(chunk)[:n].cpu())
+    return torch.cat(out)

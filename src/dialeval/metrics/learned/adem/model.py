@@ -35,6 +35,7 @@ import numpy as np
 
 from ....errors import DialevalError
 from ....models.estimator import Estimator
+from ...rowwise import rows_times
 from .data import RatedRow, split_by_context
 
 KIND = "adem"
@@ -255,14 +256,15 @@ class Adem(Estimator):
     # -- prediction ----------------------------------------------------------------------
     def _project(self, C, R, H):
         P = self.pca_components_.T
-        return (C - self.pca_mean_) @ P, (R - self.pca_mean_) @ P, (H - self.pca_mean_) @ P
+        return (rows_times(C - self.pca_mean_, P), rows_times(R - self.pca_mean_, P),
+                rows_times(H - self.pca_mean_, P))
 
     def _raw(self, c, r, h, M, N) -> np.ndarray:
         raw = np.zeros(len(h))
         if self.variant in ("adem", "c_adem"):
-            raw = raw + np.einsum("ij,ij->i", c @ M, h)
+            raw = raw + np.einsum("ij,ij->i", rows_times(c, M), h)
         if self.variant in ("adem", "r_adem"):
-            raw = raw + np.einsum("ij,ij->i", r @ N, h)
+            raw = raw + np.einsum("ij,ij->i", rows_times(r, N), h)
         return raw
 
     def _predict_projected(self, c, r, h) -> np.ndarray:
