@@ -178,6 +178,19 @@ def test_a_texts_sentence_vector_does_not_depend_on_its_batch():
     np.testing.assert_array_equal(pairs, together)
 
 
+def test_an_mme_texts_features_do_not_depend_on_its_batch():
+    """The MME encoder runs the same fixed batch shape: a text's features alone, in pairs or
+    among all are the same bits."""
+    pytest.importorskip("transformers")
+    from dialeval.metrics.mme.encoder import FrozenEncoder
+
+    texts = ["hi", "thanks", "hello", "ok", "yes", "no", "sure", "great", "how are you ?", "i like pizza"]
+    together = FrozenEncoder().features(texts)
+    np.testing.assert_array_equal(np.stack([FrozenEncoder().features([t])[0] for t in texts]), together)
+    pairs = np.concatenate([FrozenEncoder().features(texts[i:i + 2]) for i in range(0, len(texts), 2)])
+    np.testing.assert_array_equal(pairs, together)
+
+
 @pytest.fixture(scope="module")
 def tiny_lm(tmp_path_factory):
     pytest.importorskip("torch")
@@ -194,6 +207,23 @@ def tiny_lm(tmp_path_factory):
                            dropout=0.0)
     train_lm(str(corpus), str(d / "model"), config, log=lambda m: None)
     return str(d / "model")
+
+
+def test_an_lm_responses_log_probability_does_not_depend_on_its_batch(tiny_lm):
+    """Responses of one length scored alone, in pairs or all together: the same bits."""
+    from dialeval.metrics.lm.checkpoint import load_lm
+    from dialeval.metrics.lm.logprob import token_logprob_sums
+
+    lm = load_lm(tiny_lm)
+    rng = random.Random(4)
+    responses = [[rng.randrange(5, 150) for _ in range(6)] for _ in range(9)]
+    queries = [None] * len(responses)
+    together = token_logprob_sums(lm, queries, responses)[0]
+    alone = np.concatenate([token_logprob_sums(lm, [None], [r])[0] for r in responses])
+    np.testing.assert_array_equal(alone, together)
+    pairs = np.concatenate([token_logprob_sums(lm, queries[i:i + 2], responses[i:i + 2])[0]
+                            for i in range(0, len(responses), 2)])
+    np.testing.assert_array_equal(pairs, together)
 
 
 def test_lm_metrics_shard_exactly(tiny_lm):

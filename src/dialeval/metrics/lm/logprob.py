@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..rowwise import filled
 from .checkpoint import LoadedLM
 
 
@@ -63,11 +64,12 @@ def token_logprob_sums(lm: LoadedLM, queries: Sequence[list[int] | None], respon
     done = 0
     with torch.inference_mode():
         for rows in batches:
+            full = filled(rows, batch_size)     # one fixed batch shape (see metrics/rowwise.py)
             width = max(len(laid[i][0]) for i in rows)
-            ids = torch.full((len(rows), width), lm.sep_id, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            target = torch.zeros((len(rows), width), dtype=torch.bool)
-            for k, i in enumerate(rows):
+            ids = torch.full((len(full), width), lm.sep_id, dtype=torch.long)
+            mask = torch.zeros((len(full), width), dtype=torch.long)
+            target = torch.zeros((len(full), width), dtype=torch.bool)
+            for k, i in enumerate(full):
                 seq, first = laid[i]
                 ids[k, :len(seq)] = torch.tensor(seq)
                 mask[k, :len(seq)] = 1
@@ -78,8 +80,8 @@ def token_logprob_sums(lm: LoadedLM, queries: Sequence[list[int] | None], respon
             picked = target[:, 1:].to(lm.device)
             logp = torch.log_softmax(logits, dim=-1).gather(-1, nexts.unsqueeze(-1)).squeeze(-1)
             logp = torch.where(picked, logp, torch.zeros_like(logp))
-            sums[rows] = logp.sum(dim=1).double().cpu().numpy()
-            counts[rows] = picked.sum(dim=1).cpu().numpy()
+            sums[rows] = logp.sum(dim=1).double().cpu().numpy()[:len(rows)]
+            counts[rows] = picked.sum(dim=1).cpu().numpy()[:len(rows)]
             done += len(rows)
             if progress is not None:
                 progress(done, len(order))

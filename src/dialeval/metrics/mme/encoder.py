@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from ...errors import DialevalError
+from ..rowwise import filled
 
 MAX_TOKENS = 128
 FEATURE_DIM = 768
@@ -68,7 +69,7 @@ def _load(model_dir: str):
 class FrozenEncoder:
     """Frozen MiniLM: pooled features per text (cached) and masked-position states."""
 
-    def __init__(self, model_dir: str | None = None, batch_size: int = 64):
+    def __init__(self, model_dir: str | None = None, batch_size: int = 16):
         self.model_dir = model_dir or default_encoder_dir()
         self.batch_size = batch_size
         self.cache: dict[str, np.ndarray] = {}
@@ -108,7 +109,7 @@ class FrozenEncoder:
                        for idx in [groups[n]] for s in range(0, len(idx), self.batch_size)]
             for rows in batches:
                 chunk = [missing[i] for i in rows]
-                enc = self.tokenizer([inputs[i] for i in rows], padding=True,
+                enc = self.tokenizer([inputs[i] for i in filled(rows, self.batch_size)], padding=True,
                                      truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
                 hidden = self._forward(enc)
                 mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)

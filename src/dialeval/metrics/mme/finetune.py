@@ -39,6 +39,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from ...errors import DialevalError
+from ..rowwise import filled
 from .encoder import FEATURE_DIM, MAX_TOKENS, _load, default_encoder_dir, encoder_id, torch_threads
 
 WEIGHTS_FILE = "encoder.safetensors"
@@ -147,7 +148,7 @@ class TunedEncoder:
     """The base MiniLM with its top layers replaced by tuned ones; `features()` as FrozenEncoder."""
 
     def __init__(self, layers: Mapping[int, Mapping[str, "object"]], base_dir: str | None = None,
-                 weights_id: str = "", batch_size: int = 64):
+                 weights_id: str = "", batch_size: int = 16):
         import torch
 
         self.model_dir = base_dir or default_encoder_dir()
@@ -181,7 +182,7 @@ class TunedEncoder:
                 # one token length per batch (no padding): a text's features never depend on
                 # the other texts of the run
                 for rows in _length_batches([len(x) for x in ids], self.batch_size):
-                    inp = torch.tensor([ids[i] for i in rows])
+                    inp = torch.tensor([ids[i] for i in filled(rows, self.batch_size)])
                     att = torch.ones_like(inp)
                     hidden = self.base.embeddings(input_ids=inp)
                     hidden = run_layers(self.base, self.base.encoder.layer[:self.n_lower], hidden, att)
