@@ -15,7 +15,6 @@ file that does not match its sha256 only means the first pass is done again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DialevalError
+from ..models.store import sha256_of
 from .plan import Plan
 
 FIRST_PASS_SUFFIX = ".firstpass.npz"
@@ -79,12 +79,12 @@ def save_first_pass(path: str, plan: Plan, corpus: dict[str, dict[Any, Any]]) ->
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-    return {"file": os.path.basename(path), "sha256": _sha256(path), "systems": systems}
+    return {"file": os.path.basename(path), "sha256": sha256_of(path), "systems": systems}
 
 
 def load_first_pass(path: str, plan: Plan, record: dict[str, Any] | None) -> dict[str, dict[Any, Any]] | None:
     """The merged first pass `save_first_pass` wrote, or None when it cannot be had as written."""
-    if not record or not os.path.exists(path) or _sha256(path) != record.get("sha256"):
+    if not record or not os.path.exists(path) or sha256_of(path) != record.get("sha256"):
         return None
     metrics = plan.metrics()
     keys = {repr(key): key for key in plan.first_pass}
@@ -104,11 +104,3 @@ def load_first_pass(path: str, plan: Plan, record: dict[str, Any] | None) -> dic
                 states[number] = metrics[plan.first_pass[key]].corpus_pass_from_arrays(parts)
             corpus[system][key] = states[number]
     return corpus
-
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

@@ -574,6 +574,24 @@ cdef inline void sort_by_hash(int64_t* g, Py_ssize_t m, const uint64_t* key) noe
         g[b + 1] = x
 
 
+cdef inline Py_ssize_t distinct_counts(const int64_t[::1] gid, Py_ssize_t start, Py_ssize_t m,
+                                       int32_t[::1] cnt, int64_t[::1] dist,
+                                       const uint64_t[::1] hashes) noexcept nogil:
+    """Counts of the m n-gram ids gid[start:start+m] added into cnt (which the caller zeroes
+    again); their distinct ids into dist, in ascending hash order; returns how many."""
+    cdef Py_ssize_t nd = 0, p
+    cdef int64_t g
+    for p in range(start, start + m):
+        g = gid[p]
+        if cnt[g] == 0:
+            dist[nd] = g
+            nd += 1
+        cnt[g] += 1
+    if nd:
+        sort_by_hash(&dist[0], nd, &hashes[0])
+    return nd
+
+
 def cider_sims(const int64_t[::1] hyp_index, const int64_t[::1] ref_off,
                const int64_t[::1] starts_h, const int64_t[::1] lens_h, const int64_t[::1] gid_h,
                const int64_t[::1] starts_r, const int64_t[::1] lens_r, const int64_t[::1] gid_r,
@@ -581,7 +599,7 @@ def cider_sims(const int64_t[::1] hyp_index, const int64_t[::1] ref_off,
     """sim_n of every (row, reference) pair, before CIDEr-D's length penalty: the (clipped, for
     CIDEr-D) dot product of tf-idf vectors over the product of their norms; every sum runs over a
     sentence's distinct n-grams in ascending hash order."""
-    cdef Py_ssize_t rows = hyp_index.shape[0], n_grams = hashes.shape[0], i, j, p, h, st, nd, nr, k
+    cdef Py_ssize_t rows = hyp_index.shape[0], n_grams = hashes.shape[0], i, j, h, nd, nr, k
     out_arr = np.zeros(ref_off[rows] if rows else 0, dtype=np.float64)
     cdef double[::1] out = out_arr
     cnt_arr = np.zeros(n_grams + 1, dtype=np.int32)
@@ -600,32 +618,14 @@ def cider_sims(const int64_t[::1] hyp_index, const int64_t[::1] ref_off,
     with nogil:
         for i in range(rows):
             h = hyp_index[i]
-            st = starts_h[h]
-            nd = 0
-            for p in range(st, st + lens_h[h] - n + 1):
-                g = gid_h[p]
-                if cnt[g] == 0:
-                    dist[nd] = g
-                    nd += 1
-                cnt[g] += 1
-            if nd:
-                sort_by_hash(&dist[0], nd, &hashes[0])
+            nd = distinct_counts(gid_h, starts_h[h], lens_h[h] - n + 1, cnt, dist, hashes)
             norm_h = 0.0
             for k in range(nd):
                 v = <double>cnt[dist[k]] * idf[dist[k]]
                 norm_h += v * v
             norm_h = sqrt(norm_h)
             for j in range(ref_off[i], ref_off[i + 1]):
-                st = starts_r[j]
-                nr = 0
-                for p in range(st, st + lens_r[j] - n + 1):
-                    g = gid_r[p]
-                    if rc[g] == 0:
-                        rd[nr] = g
-                        nr += 1
-                    rc[g] += 1
-                if nr:
-                    sort_by_hash(&rd[0], nr, &hashes[0])
+                nr = distinct_counts(gid_r, starts_r[j], lens_r[j] - n + 1, rc, rd, hashes)
                 norm_r = 0.0
                 val = 0.0
                 for k in range(nr):

@@ -159,14 +159,56 @@ cdef inline Hit* add_hit(Buf* b, Py_ssize_t* n) except NULL:
     return h + n[0] - 1
 
 
+cdef Py_ssize_t paraphrase_hits(Corpus C, Py_ssize_t phr, Py_ssize_t ngr, bint ref_phrases,
+                                Scratch* S) except -1:
+    """Merge-join the paraphrase keys of sentence `phr` with the n-gram keys of sentence `ngr`
+    into S.hits, one Hit per (phrase, n-gram) pair with equal keys; returns their number. The
+    fields are laid out in the order the stage sorts them: (reference position, length, entry,
+    hypothesis position, paraphrase length) when `phr` is the reference (`ref_phrases`), else
+    (reference position, hypothesis position, length, entry, paraphrase length)."""
+    cdef Py_ssize_t nh = 0, t, k, pp, qq
+    cdef Py_ssize_t p = C.para_off[phr], pe = C.para_off[phr + 1]
+    cdef Py_ssize_t q = C.ng_off[ngr], qe = C.ng_off[ngr + 1]
+    cdef uint64_t K
+    cdef Hit* x
+    while p < pe and q < qe:
+        if C.para_key[p] < C.ng_key[q]:
+            p += 1
+        elif C.para_key[p] > C.ng_key[q]:
+            q += 1
+        else:
+            K = C.para_key[p]
+            pp = p
+            while pe > pp and C.para_key[pp] == K:
+                pp += 1
+            qq = q
+            while qe > qq and C.ng_key[qq] == K:
+                qq += 1
+            for t in range(p, pp):
+                for k in range(q, qq):
+                    x = add_hit(&S.hits, &nh)
+                    if ref_phrases:
+                        x.k[0] = C.para_pos[t]
+                        x.k[1] = C.para_len[t]
+                        x.k[2] = C.para_ent[t]
+                        x.k[3] = C.ng_pos[k]
+                    else:
+                        x.k[0] = C.ng_pos[k]
+                        x.k[1] = C.para_pos[t]
+                        x.k[2] = C.para_len[t]
+                        x.k[3] = C.para_ent[t]
+                    x.k[4] = C.para_plen[t]
+            p, q = pp, qq
+    return nh
+
+
 cdef Py_ssize_t candidates(Corpus C, Py_ssize_t h, Py_ssize_t r, Scratch* S) except -1:
     """`align.candidates` for sentences h and r: fills S.cand (grouped by reference position,
     stage order kept within a position) and S.off; returns the number of candidates."""
     cdef Py_ssize_t h0 = C.tok_off[h], n1 = C.tok_off[h + 1] - h0
     cdef Py_ssize_t r0 = C.tok_off[r], n2 = C.tok_off[r + 1] - r0
-    cdef Py_ssize_t n = 0, j, lo, hi, t, p, pe, q, qe, pp, qq, nh, nt, k
+    cdef Py_ssize_t n = 0, j, lo, hi, t, nh, nt
     cdef int64_t kj, sk, s, i, ty
-    cdef uint64_t K
     cdef Hit* x
     cdef int64_t* tmp
     cdef Cand* raw
@@ -226,31 +268,7 @@ cdef Py_ssize_t candidates(Corpus C, Py_ssize_t h, Py_ssize_t r, Scratch* S) exc
                     push(&S.raw, &n, j, 1, tmp[t], 1, 2, 0)
         # paraphrases of reference phrases found in the hypothesis:
         # hits (j, length, entry, i, plength), sorted
-        nh = 0
-        p, pe = C.para_off[r], C.para_off[r + 1]
-        q, qe = C.ng_off[h], C.ng_off[h + 1]
-        while p < pe and q < qe:
-            if C.para_key[p] < C.ng_key[q]:
-                p += 1
-            elif C.para_key[p] > C.ng_key[q]:
-                q += 1
-            else:
-                K = C.para_key[p]
-                pp = p
-                while pe > pp and C.para_key[pp] == K:
-                    pp += 1
-                qq = q
-                while qe > qq and C.ng_key[qq] == K:
-                    qq += 1
-                for t in range(p, pp):
-                    for k in range(q, qq):
-                        x = add_hit(&S.hits, &nh)
-                        x.k[0] = C.para_pos[t]
-                        x.k[1] = C.para_len[t]
-                        x.k[2] = C.para_ent[t]
-                        x.k[3] = C.ng_pos[k]
-                        x.k[4] = C.para_plen[t]
-                p, q = pp, qq
+        nh = paraphrase_hits(C, r, h, True, S)
         if nh:
             x = <Hit*> S.hits.p
             qsort(x, nh, sizeof(Hit), hit_cmp)
@@ -259,31 +277,7 @@ cdef Py_ssize_t candidates(Corpus C, Py_ssize_t h, Py_ssize_t r, Scratch* S) exc
                      x[t].k[1] // 2 + x[t].k[4] // 2)
         # paraphrases of hypothesis phrases found in the reference:
         # hits (j, i, length, entry, plength), sorted
-        nh = 0
-        p, pe = C.para_off[h], C.para_off[h + 1]
-        q, qe = C.ng_off[r], C.ng_off[r + 1]
-        while p < pe and q < qe:
-            if C.para_key[p] < C.ng_key[q]:
-                p += 1
-            elif C.para_key[p] > C.ng_key[q]:
-                q += 1
-            else:
-                K = C.para_key[p]
-                pp = p
-                while pe > pp and C.para_key[pp] == K:
-                    pp += 1
-                qq = q
-                while qe > qq and C.ng_key[qq] == K:
-                    qq += 1
-                for t in range(p, pp):
-                    for k in range(q, qq):
-                        x = add_hit(&S.hits, &nh)
-                        x.k[0] = C.ng_pos[k]
-                        x.k[1] = C.para_pos[t]
-                        x.k[2] = C.para_len[t]
-                        x.k[3] = C.para_ent[t]
-                        x.k[4] = C.para_plen[t]
-                p, q = pp, qq
+        nh = paraphrase_hits(C, h, r, False, S)
         if nh:
             x = <Hit*> S.hits.p
             qsort(x, nh, sizeof(Hit), hit_cmp)
