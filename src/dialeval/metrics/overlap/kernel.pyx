@@ -92,6 +92,23 @@ for _c in range(128):
     _ASCII_WS[_c] = chr(_c).isspace()
 
 
+cdef inline Py_ssize_t token_end(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint64_t* h) noexcept nogil:
+    """End of the token starting at s[i] (the next whitespace as str.isspace, or n), with the
+    FNV-1a state of its bytes in h (mix64 of it is the token hash)."""
+    cdef uint8_t c
+    h[0] = FNV_OFFSET
+    while i < n:
+        c = s[i]
+        if c < 0x80:
+            if _ASCII_WS[c]:
+                break
+        elif ws_len(s, i, n):
+            break
+        h[0] = (h[0] ^ c) * FNV_PRIME
+        i += 1
+    return i
+
+
 cdef class Vocab:
     """Token bytes -> dense id (open addressing, ids in order of first appearance), with the
     hash of each token. One Vocab serves all tables of a batch that must share ids."""
@@ -252,16 +269,7 @@ cdef class Vocab:
                             i += w
                             continue
                     w = i
-                    h = FNV_OFFSET
-                    while i < n:
-                        c = s[i]
-                        if c < 0x80:
-                            if _ASCII_WS[c]:
-                                break
-                        elif ws_len(s, i, n):
-                            break
-                        h = (h ^ c) * FNV_PRIME
-                        i += 1
+                    i = token_end(s, i, n, &h)
                     out[n_ids] = self.lookup(<const char*>s + w, i - w, mix64(h))
                     n_ids += 1
             lens[k] = n_ids - start
@@ -843,16 +851,7 @@ def reference_doc_freq(list refs, const int64_t[::1] ref_off, int max_order):
                     if k:
                         p += k
                         continue
-                h = FNV_OFFSET
-                while p < size:
-                    c = s[p]
-                    if c < 0x80:
-                        if _ASCII_WS[c]:
-                            break
-                    elif ws_len(s, p, size):
-                        break
-                    h = (h ^ c) * FNV_PRIME
-                    p += 1
+                p = token_end(s, p, size, &h)
                 tok[total_tokens] = mix64(h)
                 total_tokens += 1
                 L += 1
