@@ -41,20 +41,52 @@ def _open_binary(path: str):
 
 def iter_text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """(line number, text) of each line of a UTF-8 file (or `-`, standard input), read as a
-    stream, without line ends; a bad byte is reported with its line and column."""
+    stream, without line ends; a bad byte is reported with its line and column.
+
+    The file is read and decoded a block at a time (whatever one read returns, up to 1 MiB) and
+    split on "\n", the one byte UTF-8 never uses inside a character: the same lines as
+    iterating the binary file, at a fraction of the per-line cost."""
     path = os.fspath(path)
+    number = 0
     with _open_binary(path) as handle:
-        for number, raw in enumerate(handle, 1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if raw.endswith(b"\n"):
-                raw = raw[:-1]
+        read = getattr(handle, "read1", handle.read)
+        pending = b""
+        first = True
+        while True:
+            block = read(1 << 20)
+            if not block:
+                break
+            if first:
+                first = False
+                if block.startswith(b"\xef\xbb\xbf"):
+                    block = block[3:]
+            block = pending + block
+            cut = block.rfind(b"\n")
+            if cut < 0:
+                pending = block
+                continue
+            pending = block[cut + 1:]
+            for text in _decode_lines(block[:cut], path, number):
+                number += 1
+                yield number, text[:-1] if text.endswith("\r") else text
+        if pending:
+            text = _decode_lines(pending, path, number)[0]
+            yield number + 1, text[:-1] if text.endswith("\r") else text
+
+
+def _decode_lines(raw: bytes, path: str, before: int) -> list[str]:
+    """The "\n"-separated lines of `raw` decoded; a bad byte names its line (counted after
+    `before` lines) and its column."""
+    try:
+        return raw.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        for number, line in enumerate(raw.split(b"\n"), before + 1):
             try:
-                text = raw.decode("utf-8")
+                line.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise InputError(f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}",
+                raise InputError(f"not valid UTF-8: byte 0x{line[exc.start]:02x} at column {exc.start + 1}",
                                  path=path, line=number) from None
-            yield number, text[:-1] if text.endswith("\r") else text
+        raise
 
 
 def read_text_lines(path: str | os.PathLike) -> list[str]:
