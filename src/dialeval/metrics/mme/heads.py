@@ -17,6 +17,32 @@ import numpy as np
 from ..rowwise import rows_times
 
 
+class EarlyStopping:
+    """The MME networks' one stopping rule: keep the weights of the epoch with the lowest
+    validation loss, and stop after `patience` epochs in a row without a gain of 1e-5."""
+
+    def __init__(self, patience: int):
+        self.patience = patience
+        self.best = math.inf
+        self.state = None
+        self.bad = 0
+        self.history: list[float] = []
+
+    def update(self, net, loss: float) -> bool:
+        """Record this epoch's validation loss; True when training should stop."""
+        self.history.append(round(loss, 5))
+        if loss < self.best - 1e-5:
+            self.best, self.bad = loss, 0
+            self.state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+            return False
+        self.bad += 1
+        return self.bad >= self.patience
+
+    def restore(self, net) -> None:
+        if self.state is not None:
+            net.load_state_dict(self.state)
+
+
 def _gelu(x: np.ndarray) -> np.ndarray:
     from scipy.special import erf
 
@@ -65,7 +91,7 @@ def train_head(x: np.ndarray, y: np.ndarray, *, hidden: int = 256, epochs: int =
                               torch.nn.GELU(), torch.nn.Dropout(dropout), torch.nn.Linear(hidden, 1))
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay)
     loss_fn = torch.nn.BCEWithLogitsLoss()
-    best, best_state, bad, history = math.inf, None, 0, []
+    stopping = EarlyStopping(patience)
     tr = torch.from_numpy(train_idx)
     va = torch.from_numpy(valid_idx)
     gen = torch.Generator().manual_seed(seed)
@@ -82,24 +108,17 @@ def train_head(x: np.ndarray, y: np.ndarray, *, hidden: int = 256, epochs: int =
         net.eval()
         with torch.no_grad():
             vloss = float(loss_fn(net(xt[va])[:, 0], yt[va])) if len(va) else float(loss)
-        history.append(round(vloss, 5))
-        if vloss < best - 1e-5:
-            best, bad = vloss, 0
-            best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
-        else:
-            bad += 1
-            if bad >= patience:
-                break
+        if stopping.update(net, vloss):
+            break
         if deadline is not None and time.monotonic() > deadline:
             break
-    if best_state is not None:
-        net.load_state_dict(best_state)
+    stopping.restore(net)
     sd_ = net.state_dict()
     arrays = {"mu": mu.astype(np.float64), "sd": sd.astype(np.float64),
               "w0": sd_["1.weight"].numpy().astype(np.float64), "b0": sd_["1.bias"].numpy().astype(np.float64),
               "w1": sd_["4.weight"].numpy().astype(np.float64), "b1": sd_["4.bias"].numpy().astype(np.float64)}
     info = {"train_rows": int(len(train_idx)), "valid_rows": int(len(valid_idx)), "epochs": epoch,
-            "valid_loss": round(best, 5), "valid_loss_history": history}
+            "valid_loss": round(stopping.best, 5), "valid_loss_history": stopping.history}
     if len(valid_idx):
         p = sigmoid(head_forward(arrays, x[valid_idx]))
         info["valid_accuracy"] = round(float(((p >= 0.5) == (y[valid_idx] >= 0.5)).mean()), 4)

@@ -26,6 +26,8 @@ class _MMEBase(Metric):
 
     needs_references = False
     sub: ClassVar[str] = ""
+    # relevance and topic coherence score (context, response); the others the response alone
+    reads_context: ClassVar[bool] = False
 
     def __init__(self, mme_model: str | None = None, mme_norm: Literal["usl", "none"] = "usl",
                  refs_mode: str = "multi", tokenizer: str | None = None):
@@ -42,7 +44,9 @@ class _MMEBase(Metric):
         self.sub_model = self.model.get(self.sub)
 
     def _raw(self, batch: Batch) -> np.ndarray:
-        raise NotImplementedError
+        if self.reads_context:
+            return self.sub_model.raw(batch.contexts, batch.hyps)
+        return self.sub_model.raw(batch.hyps)
 
     def _normalised(self, raw: np.ndarray) -> np.ndarray:
         return self.sub_model.normalise(raw)
@@ -72,26 +76,19 @@ class MMEFluency(_MMEBase):
     description = "MME fluency: P(valid utterance) of the response alone"
     sub = "fm"
 
-    def _raw(self, batch):
-        return self.sub_model.raw(batch.hyps)
-
 
 class MMERelevance(_MMEBase):
     name = "mme_rm"
     description = "MME relevance: P(response follows context), next-utterance prediction"
     sub = "rm"
-
-    def _raw(self, batch):
-        return self.sub_model.raw(batch.contexts, batch.hyps)
+    reads_context = True
 
 
 class MMETopicCoherence(_MMEBase):
     name = "mme_tcm"
     description = "MME topic coherence: graph attention over context/response keywords"
     sub = "tcm"
-
-    def _raw(self, batch):
-        return self.sub_model.raw(batch.contexts, batch.hyps)
+    reads_context = True
 
     def signature_options(self):
         from .topic import GRAPH_RECIPE
@@ -103,9 +100,6 @@ class MMEEngagement(_MMEBase):
     name = "mme_em"
     description = "MME engagement of the response alone"
     sub = "em"
-
-    def _raw(self, batch):
-        return self.sub_model.raw(batch.hyps)
 
 
 class _MMESpecificity(_MMEBase):

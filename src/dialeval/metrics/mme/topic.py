@@ -39,6 +39,7 @@ import numpy as np
 from ...errors import DialevalError
 from ...models.estimator import Estimator
 from .data import content_words, context_text, pairs_of
+from .heads import EarlyStopping
 from .normalise import apply_range, fit_range
 
 GRAPH_RECIPE = "dd-train-ppmi-adjacent+minilm-input-cos"
@@ -283,7 +284,7 @@ class TopicCoherenceModel(Estimator):
         n_valid = max(1, len(y) // 10)
         va, tr = torch.from_numpy(order[:n_valid]), torch.from_numpy(order[n_valid:])
         gen = torch.Generator().manual_seed(self.seed)
-        best, best_state, history, bad, epoch = math.inf, None, [], 0, 0
+        stopping, epoch = EarlyStopping(4), 0
         for epoch in range(1, self.epochs + 1):
             net.train()
             perm = tr[torch.randperm(len(tr), generator=gen)]
@@ -297,18 +298,11 @@ class TopicCoherenceModel(Estimator):
             with torch.no_grad():
                 v_logits = net(nodes[va], edges[va], mask[va], side[va], stats[va])
                 vloss = float(loss_fn(v_logits, y[va]))
-            history.append(round(vloss, 5))
-            if vloss < best - 1e-5:
-                best, bad = vloss, 0
-                best_state = {k: t.detach().clone() for k, t in net.state_dict().items()}
-            else:
-                bad += 1
-                if bad >= 4:
-                    break
+            if stopping.update(net, vloss):
+                break
             if deadline is not None and time.monotonic() > deadline:
                 break
-        if best_state is not None:
-            net.load_state_dict(best_state)
+        stopping.restore(net)
         net.eval()
         self.net_ = net
         with torch.no_grad():
@@ -317,7 +311,7 @@ class TopicCoherenceModel(Estimator):
         self.norm_low_, self.norm_high_ = fit_range(held)
         self.info_ = {"pairs": len(pairs), "examples": int(len(y)), "vocab": len(vocab), "ppmi_edges": int(len(vals)),
                       "graph_turns": sum(len(d) for d in (graph_dialogues or dialogues)),
-                      "epochs": epoch, "valid_loss": round(best, 5), "valid_loss_history": history,
+                      "epochs": epoch, "valid_loss": round(stopping.best, 5), "valid_loss_history": stopping.history,
                       "valid_accuracy": round(acc, 4), "recipe": GRAPH_RECIPE,
                       "train_seconds": round(time.monotonic() - started, 1)}
         return self

@@ -187,16 +187,21 @@ def flags_to_bits(flags: bytearray) -> int:
     return sum(1 << i for i, f in enumerate(flags) if f)
 
 
+def _keep_best(paths: list) -> None:
+    """The jar's beam step: paths stably sorted by rank, the best BEAM kept (in place)."""
+    if len(paths) > 1:
+        paths.sort(key=_rank_of)
+        if len(paths) > BEAM:
+            del paths[BEAM:]
+
+
 def _search_small(cands, fixed, used1, used2, n2):
     """`_search` for short sentences: the jar's procedure directly (build every extension,
     stable sort, keep 40), with used words as int bit masks; fastest when extensions are few.
     Paths are [rank, idx, last_end, used1, used2, chosen] as in `_search`."""
     paths = [[0, 0, -1, used1, used2, None]]
     for current in range(n2):
-        if len(paths) > 1:
-            paths.sort(key=_rank_of)
-            if len(paths) > BEAM:
-                del paths[BEAM:]
+        _keep_best(paths)
         bit = 1 << current
         options = cands[current]
         if not options:
@@ -311,10 +316,7 @@ def _search(cands, fixed, used1, used2, n2):
     """
     paths = [[0, 0, -1, used1, used2, None]]
     for current in range(n2):
-        if len(paths) > 1:
-            paths.sort(key=_rank_of)
-            if len(paths) > BEAM:
-                del paths[BEAM:]
+        _keep_best(paths)
         options = cands[current]
         if not options:
             for path in paths:
