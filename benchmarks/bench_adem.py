@@ -64,10 +64,12 @@ class Vectors:
 
 
 PRESET = "paper"
+SEARCH = False      # --search: each fit picks PCA size and lr on its own validation split
+LABEL = PRESET      # output suffix: the preset, plus "_search" with --search
 
 
 def fit(variant, vec, rows, train, val, seed=0, **kw):
-    from dialeval.metrics.learned.adem.model import Adem
+    from dialeval.metrics.learned.adem.model import SEARCH_GRID, Adem
 
     kw.setdefault("preset", PRESET)
     m = Adem(encoder=vec.spec, variant=variant, seed=seed, **kw)
@@ -77,8 +79,8 @@ def fit(variant, vec, rows, train, val, seed=0, **kw):
     if variant != "c_adem":
         tr = tr[np.isfinite(vec.R[tr]).all(axis=1)]
         va = va[np.isfinite(vec.R[va]).all(axis=1)]
-    m.fit_vectors(vec.C[tr], vec.R[tr], vec.H[tr], y[tr], lengths[tr],
-                  val=(vec.C[va], vec.R[va], vec.H[va], y[va]))
+    fitting = m.fit_vectors if not SEARCH else (lambda *a, **k: m.search_vectors(SEARCH_GRID, *a, **k))
+    fitting(vec.C[tr], vec.R[tr], vec.H[tr], y[tr], lengths[tr], val=(vec.C[va], vec.R[va], vec.H[va], y[va]))
     return m
 
 
@@ -156,6 +158,7 @@ def cmd_main(args):
     results = {}     # (setting, system) -> (r, lo, hi, n, p)
     preds = {}
     timing = {}
+    chosen = {}     # the settings each ADEM fit ended with (chosen on validation with --search)
 
     def evaluate(setting, train, val, test):
         test = np.asarray([i for i in test if has_ref[i]])
@@ -164,10 +167,13 @@ def cmd_main(args):
             t0 = time.time()
             m = fit("adem", vec, rows, train, val)
             timing[(setting, name)] = time.time() - t0
+            chosen[f"{setting} | {name}"] = {"pca_dims": m.pca_dims, "dims": m.M_.shape[0], "lr": m.lr,
+                                             "best_epoch": m.training_["best_epoch"],
+                                             "val_spearman": round(m.training_["val_spearman"], 4)}
             if setting.startswith("in-domain") and args.save_dir:
                 m.record_provenance([rows[i] for i in train])
                 m.training_["benchmark"] = "bench_adem.py main: in-domain 70% split, seed 0"
-                m.save(os.path.join(args.save_dir, f"adem-{name}-{PRESET}"))
+                m.save(os.path.join(args.save_dir, f"adem-{name}-{LABEL}"))
             scores[f"ADEM ({name})"] = predict(m, vec, test)
             scores[f"ADEM at init ({name})"] = predict(m.at_initialisation(), vec, test)
         for variant, label in (("c_adem", "C-ADEM (minilm)"), ("r_adem", "R-ADEM (minilm)")):
@@ -200,7 +206,7 @@ def cmd_main(args):
             r, lo, hi, n, p = spearman_ci(predict(m, vec, test), y[test], args.n_boot)
             free.append([held, f"C-ADEM ({name})", n, fmt(r), fmt(lo), fmt(hi), fmt(p, 4)])
             log(f"{held}: C-ADEM ({name}) {r:.3f}")
-    write_csv(os.path.join(OUT, f"c_adem_reference_free_{PRESET}.csv"),
+    write_csv(os.path.join(OUT, f"c_adem_reference_free_{LABEL}.csv"),
               ["held-out set", "metric", "n", "spearman", "ci low", "ci high", "p"], free)
 
     settings = ["in-domain (pooled, test 15%)"] + datasets
@@ -213,7 +219,7 @@ def cmd_main(args):
     means = ["mean over held-out sets", ""] + [fmt(np.mean([results[(d, s)][0] for d in datasets])) for s in systems]
     table.append(means)
     table.append(["paper Table 3 (Twitter, ADEM VHRED, test)", 616, str(PAPER_TABLE3)] + [""] * (len(systems) - 1))
-    write_csv(os.path.join(OUT, f"main_table_{PRESET}.csv"), header, table)
+    write_csv(os.path.join(OUT, f"main_table_{LABEL}.csv"), header, table)
 
     # Williams' test: ADEM (minilm) vs the best baseline on each setting (Spearman correlations)
     wt = []
@@ -231,10 +237,10 @@ def cmd_main(args):
                 continue
             wt.append([st, who, other, c.n, fmt(c.r_a), fmt(c.r_b), fmt(c.r_ab), fmt(c.williams_t, 2),
                        fmt(c.williams_p, 4), fmt(c.bootstrap_p, 4)])
-    write_csv(os.path.join(OUT, f"williams_{PRESET}.csv"),
+    write_csv(os.path.join(OUT, f"williams_{LABEL}.csv"),
               ["setting", "metric", "best baseline", "n", "r metric", "r baseline", "r between", "Williams t",
                "one-sided p", "paired bootstrap p"], wt)
-    with open(os.path.join(OUT, f"main_table_{PRESET}.md"), "w") as handle:
+    with open(os.path.join(OUT, f"main_table_{LABEL}.md"), "w") as handle:
         handle.write("Turn-level Spearman [95% bootstrap CI] with the (1-5 mapped) human score.\n\n")
         handle.write("| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n")
         for row in table:
@@ -244,9 +250,10 @@ def cmd_main(args):
                      "|---|---|---|---|---|---|---|---|---|---|\n")
         for row in wt:
             handle.write("| " + " | ".join(str(c) for c in row) + " |\n")
-    with open(os.path.join(OUT, f"main_timing_{PRESET}.json"), "w") as handle:
-        json.dump({f"{k[0]} | {k[1]}": round(v, 2) for k, v in timing.items()}, handle, indent=1)
-    print(open(os.path.join(OUT, f"main_table_{PRESET}.md")).read())
+    with open(os.path.join(OUT, f"main_timing_{LABEL}.json"), "w") as handle:
+        json.dump({"seconds": {f"{k[0]} | {k[1]}": round(v, 2) for k, v in timing.items()},
+                   "settings (pca_dims 0: all)": chosen}, handle, indent=1)
+    print(open(os.path.join(OUT, f"main_table_{LABEL}.md")).read())
 
 
 # -- in-domain inside each set ----------------------------------------------------------------
@@ -276,7 +283,7 @@ def cmd_perset(args):
         log(f"{ds}: " + ", ".join(f"{s} {res[s][0]:.3f}" for s in systems))
     means = ["mean", "", ""] + [fmt(np.mean([float(t[3 + j].split()[0]) for t in table])) for j in range(len(systems))]
     table.append(means)
-    write_csv(os.path.join(OUT, f"perset_{PRESET}.csv"), ["set", "train rows", "test rows"] + systems, table)
+    write_csv(os.path.join(OUT, f"perset_{LABEL}.csv"), ["set", "train rows", "test rows"] + systems, table)
     print("\n".join(",".join(str(c) for c in t) for t in table))
 
 
@@ -301,7 +308,7 @@ def cmd_loso(args):
     mean = np.mean([float(o[3]) for o in out])
     out.append(["mean", "", "", fmt(mean), "", "", ""])
     out.append(["paper Table 5 (Twitter, mean)", "", "", str(PAPER_TABLE5), "", "", ""])
-    write_csv(os.path.join(OUT, f"loso_{args.encoder.split(':')[0]}_{PRESET}.csv"),
+    write_csv(os.path.join(OUT, f"loso_{args.encoder.split(':')[0]}_{LABEL}.csv"),
               ["dataset", "held-out system", "n", "spearman", "ci low", "ci high", "p"], out)
     print("\n".join(",".join(str(c) for c in o) for o in out))
 
@@ -328,7 +335,7 @@ def cmd_efficiency(args):
             log(f"{frac}% seed {seed}: {r:.3f} ({k} rows, {m.training_['epochs']} epochs)")
     table = [[f, len(tr) * f // 100, len(v), fmt(np.mean(v)), fmt(np.std(v)), fmt(min(v)), fmt(max(v)),
               PAPER_EFFICIENCY.get(f, "")] for f, v in res.items()]
-    write_csv(os.path.join(OUT, f"efficiency_{args.encoder.split(':')[0]}_{PRESET}.csv"),
+    write_csv(os.path.join(OUT, f"efficiency_{args.encoder.split(':')[0]}_{LABEL}.csv"),
               ["percent", "train rows", "seeds", "mean spearman", "std", "min", "max", "paper (Twitter)"], table)
     plot_efficiency(sorted(glob.glob(os.path.join(OUT, "efficiency_*.csv"))),
                     os.path.join(OUT, "efficiency.png"))
@@ -447,9 +454,13 @@ def main(argv=None):
     a.set_defaults(func=cmd_speed)
     p.add_argument("--preset", default="paper", choices=["paper", "released"],
                    help="ADEM preset for every fit (outputs are suffixed with it)")
+    p.add_argument("--search", action="store_true",
+                   help="every fit chooses PCA size and lr on its validation split (SEARCH_GRID); outputs "
+                        "are suffixed PRESET_search")
     args = p.parse_args(argv)
-    global PRESET
-    PRESET = args.preset
+    global PRESET, SEARCH, LABEL
+    PRESET, SEARCH = args.preset, args.search
+    LABEL = PRESET + ("_search" if SEARCH else "")
     args.func(args)
 
 

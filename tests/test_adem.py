@@ -101,6 +101,25 @@ def test_l1_preset_shrinks_more_than_nothing():
     assert np.abs(strong.M_).sum() < np.abs(weak.M_).sum()
 
 
+def test_search_keeps_the_setting_best_on_validation_and_equals_training_it_directly():
+    C, R, H, y, lengths = synthetic()
+    val = (C[200:], R[200:], H[200:], y[200:])
+    base = dict(max_epochs=15, patience=15)
+    m = Adem(**base).search_vectors({"pca_dims": [2, 0], "lr": [0.01, 0.001]}, C[:200], R[:200], H[:200],
+                                    y[:200], lengths[:200], val=val)
+    tried = m.training_["search"]
+    assert [(t["pca_dims"], t["lr"]) for t in tried] == [(2, 0.01), (2, 0.001), (0, 0.01), (0, 0.001)]
+    best = max(tried, key=lambda t: t["val_spearman"])
+    assert (m.pca_dims, m.lr) == (best["pca_dims"], best["lr"])
+    # the rule lives in all 12 dimensions: two PCA dimensions cannot hold it
+    assert m.pca_dims == 0 and m.M_.shape == (12, 12)
+    direct = Adem(**base, pca_dims=m.pca_dims, lr=m.lr).fit_vectors(C[:200], R[:200], H[:200], y[:200],
+                                                                    lengths[:200], val=val)
+    assert np.array_equal(m.predict_vectors(*val[:3]), direct.predict_vectors(*val[:3]))
+    with pytest.raises(DialevalError, match="no setting"):
+        Adem().search_vectors({"depth": [1]}, C, R, H, y, lengths, val=val)
+
+
 def test_oversampling_balances_score_classes_within_length_bins():
     m = Adem(max_oversample=10)
     y = np.array([1] * 2 + [5] * 10 + [3] * 6, dtype=float)

@@ -50,7 +50,10 @@ def add_train_commands(train_sub) -> None:
                    help="adem (context and reference), c_adem (context only) or r_adem (reference only)")
     p.add_argument("--preset", default="paper", choices=["paper", "released"],
                    help="paper: L1 on M, N, PCA 7; released: L2, PCA 50")
-    p.add_argument("--pca-dims", type=int, help="PCA dimensions (default: 7 paper, 50 released)")
+    p.add_argument("--pca-dims", type=int, help="PCA dimensions (default: 7 paper, 50 released; 0: all)")
+    p.add_argument("--search", action="store_true",
+                   help="train one model per PCA size (7, 50, all) and learning rate (0.01, 0.001) and keep "
+                        "the best on the validation split (overrides --pca-dims and --lr)")
     p.add_argument("--gamma", type=float, help="regularisation weight (default 0.02)")
     p.add_argument("--lr", type=float, default=0.01, help="learning rate of M and N (default 0.01)")
     p.add_argument("--batch-size", type=int, default=16, help="rows per training step (default 16)")
@@ -90,7 +93,7 @@ def cmd_train_adem(args) -> int:
     import time
 
     from dialeval.metrics.learned.adem.data import load_rated
-    from dialeval.metrics.learned.adem.model import Adem
+    from dialeval.metrics.learned.adem.model import SEARCH_GRID, Adem
 
     rows = [r for spec in args.data for r in load_rated(spec)]
     model = Adem(encoder=args.encoder, variant=args.variant, preset=args.preset, pca_dims=args.pca_dims,
@@ -98,7 +101,7 @@ def cmd_train_adem(args) -> int:
                  patience=args.patience, context_turns=args.context_turns, oversample=not args.no_oversample,
                  seed=args.seed)
     started = time.time()
-    model.fit(rows, progress=_log)
+    model.fit(rows, search=SEARCH_GRID if args.search else None, progress=_log)
     model.save(args.output)
     print(json.dumps({"output": args.output, "rows": len(rows), "total_seconds": round(time.time() - started, 1),
                       **{k: v for k, v in model.training_.items() if k != "curve"}}))

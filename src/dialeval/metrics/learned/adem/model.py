@@ -41,6 +41,8 @@ from .data import RatedRow, split_by_context
 KIND = "adem"
 VARIANTS = ("adem", "c_adem", "r_adem")
 BUNDLED_ENCODER = "encoder"   # subfolder of a saved model holding its hred encoder
+# the settings `dialeval train adem --search` tries (pca_dims 0: all dimensions)
+SEARCH_GRID = {"pca_dims": [7, 50, 0], "lr": [0.01, 0.001]}
 PRESETS = {"paper": {"pca_dims": 7, "gamma": 0.02, "penalty": "l1"},
            "released": {"pca_dims": 50, "gamma": 0.02, "penalty": "l2"}}
 
@@ -78,6 +80,9 @@ class Adem(Estimator):
             raise DialevalError(f"ADEM preset {self.preset!r}: choose from {', '.join(PRESETS)}")
 
     def n_dims(self) -> int:
+        """PCA dimensions; `pca_dims=0` keeps them all (the PCA then only centres and rotates)."""
+        if self.pca_dims == 0:
+            return 1 << 30
         return int(self.pca_dims or PRESETS[self.preset]["pca_dims"])
 
     def gamma_value(self) -> float:
@@ -120,7 +125,11 @@ class Adem(Estimator):
         return self.encode([r.context for r in rows], [r.references for r in rows], [r.response for r in rows])
 
     # -- fitting -------------------------------------------------------------------------
-    def fit(self, rows: Sequence[RatedRow], *, progress: Callable[[str], None] | None = None) -> "Adem":
+    def fit(self, rows: Sequence[RatedRow], *, search: Mapping[str, Sequence] | None = None,
+            progress: Callable[[str], None] | None = None) -> "Adem":
+        """Encode `rows`, split off a validation part by context, and train. With `search` (e.g.
+        SEARCH_GRID), one model per combination of the listed settings is trained and the one of
+        best validation Spearman is kept (see `search_vectors`)."""
         self._check()
         rows = [r for r in rows if r.references or not self.needs_references()]
         if len(rows) < 10:
@@ -133,8 +142,9 @@ class Adem(Estimator):
         y = np.array([r.score for r in rows], dtype=np.float64)
         lengths = np.array([len(r.response.split()) for r in rows])
         tr, va = np.array(train_idx), np.array(val_idx)
-        self.fit_vectors(C[tr], R[tr], H[tr], y[tr], lengths[tr], val=(C[va], R[va], H[va], y[va]),
-                         progress=progress)
+        fitting = self.fit_vectors if search is None else \
+            (lambda *a, **k: self.search_vectors(search, *a, **k))
+        fitting(C[tr], R[tr], H[tr], y[tr], lengths[tr], val=(C[va], R[va], H[va], y[va]), progress=progress)
         self.record_provenance(rows)
         self.training_["rows_split"] = {"train": len(tr), "validation": len(va)}
         return self
@@ -181,16 +191,14 @@ class Adem(Estimator):
         self.N_ = np.eye(n)
         rng = np.random.default_rng(self.seed)
         idx = self._oversampled(y, lengths, rng) if self.oversample and lengths is not None else np.arange(len(y))
-        # ADEM is linear in (M, N): c^T M h = <M, c h^T>. So each row becomes one feature vector
-        # [vec(c h^T), vec(r h^T)] and a step is two small matrix products.
-        parts = ([np.einsum("ni,nj->nij", np.nan_to_num(c), h).reshape(len(h), -1)] if use_c else []) + \
-                ([np.einsum("ni,nj->nij", np.nan_to_num(r), h).reshape(len(h), -1)] if use_r else [])
-        phi = np.concatenate(parts, axis=1)
-        theta = np.concatenate(([np.eye(n).ravel()] if use_c else []) + ([np.eye(n).ravel()] if use_r else []))
+        # The gradient of c^T M h over a batch is C^T diag(w) H: two n x n products per step,
+        # without materialising the n^2 features of each row (which needs rows x 2n^2 memory).
+        c, r = np.nan_to_num(c), np.nan_to_num(r)
+        M, N = np.eye(n), np.eye(n)
         penalty = PRESETS[self.preset]["penalty"]
         gamma = self.gamma_value()
         alpha, beta = self.alpha_, self.beta_
-        adam = _Adam([theta], self.lr)
+        adam = _Adam([M, N], self.lr)
         val_proj = self._project(*val[:3]) if val is not None else None
         best = (-math.inf, self.M_.copy(), self.N_.copy(), 0)
         curve = []
@@ -201,22 +209,24 @@ class Adem(Estimator):
         epoch = 0
         for epoch in range(1, self.max_epochs + 1):
             order = rng.permutation(idx)
-            pe, ye = phi[order], y[order]
             for start in range(0, len(order), self.batch_size):
-                pb, yb = pe[start:start + self.batch_size], ye[start:start + self.batch_size]
-                w = (2.0 / beta) * ((pb @ theta - alpha) / beta - yb)     # d loss / d raw
-                grad = pb.T @ w
-                grad += gamma * np.sign(theta) if penalty == "l1" else (2 * gamma) * theta
-                adam.step([grad])
-            M = theta[: n * n].reshape(n, n).copy() if use_c else np.eye(n)
-            N = theta[-n * n:].reshape(n, n).copy() if use_r else np.eye(n)
-            self.M_, self.N_ = M, N
+                b = order[start:start + self.batch_size]
+                cb, rb, hb = c[b], r[b], h[b]
+                raw = (np.einsum("ij,ij->i", cb @ M, hb) if use_c else 0.0) + \
+                      (np.einsum("ij,ij->i", rb @ N, hb) if use_r else 0.0)
+                wh = ((2.0 / beta) * ((raw - alpha) / beta - y[b]))[:, None] * hb     # d loss / d raw, times h
+                grads = [cb.T @ wh if use_c else None, rb.T @ wh if use_r else None]
+                for g, p in zip(grads, (M, N)):
+                    if g is not None:
+                        g += gamma * np.sign(p) if penalty == "l1" else (2 * gamma) * p
+                adam.step(grads)
+            self.M_, self.N_ = M.copy(), N.copy()
             if val_proj is None:
                 continue
             score = self._val_score(val_proj, val[3])
             curve.append({"epoch": epoch, "val_spearman": score})
             if score > best[0] + 1e-6:
-                best, bad = (score, M.copy(), N.copy(), epoch), 0
+                best, bad = (score, self.M_, self.N_, epoch), 0
             else:
                 bad += 1
                 if bad >= self.patience:
@@ -229,6 +239,40 @@ class Adem(Estimator):
                           "val_spearman": best[0] if val_proj is not None else None,
                           "train_rows": int(len(y)), "oversampled_rows": int(len(idx)),
                           "seconds": round(time.time() - started, 2), "curve": curve}
+        return self
+
+    def search_vectors(self, grid: Mapping[str, Sequence], C: np.ndarray, R: np.ndarray, H: np.ndarray,
+                       y: np.ndarray, lengths: np.ndarray | None = None, *, val: tuple,
+                       progress: Callable[[str], None] | None = None) -> "Adem":
+        """Train one model per combination of `grid`'s values (constructor settings) and keep the
+        one whose validation Spearman is best; the first in grid order wins a tie.
+
+        Why: the best PCA size and step size depend on the encoder and the data (with frozen
+        MiniLM the paper's lr 0.01 leaves M, N worse than the identity after one epoch), and the
+        only fair judge is the validation split, never a test set. Every candidate sees the
+        same training and validation rows; the table of all of them is kept in
+        `training_["search"]`."""
+        import itertools
+
+        if val is None:
+            raise DialevalError("a settings search needs a validation split")
+        unknown = set(grid) - set(self.get_params())
+        if unknown:
+            raise DialevalError(f"ADEM has no setting {', '.join(sorted(unknown))} to search")
+        best, tried = None, []
+        for values in itertools.product(*grid.values()):
+            chosen = dict(zip(grid, values))
+            candidate = Adem(**{**self.get_params(), **chosen}).fit_vectors(C, R, H, y, lengths, val=val)
+            score = candidate.training_["val_spearman"]
+            tried.append({**chosen, "val_spearman": score, "best_epoch": candidate.training_["best_epoch"]})
+            if progress:
+                progress(f"search {chosen}: validation Spearman {score:.4f}")
+            if best is None or score > best.training_["val_spearman"]:
+                best = candidate
+        self.set_params(**{k: getattr(best, k) for k in grid})
+        for name in best.fitted_attributes():
+            setattr(self, name, getattr(best, name))
+        self.training_ = {**best.training_, "search": tried}
         return self
 
     def _oversampled(self, y: np.ndarray, lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
