@@ -120,6 +120,26 @@ def test_search_keeps_the_setting_best_on_validation_and_equals_training_it_dire
         Adem().search_vectors({"depth": [1]}, C, R, H, y, lengths, val=val)
 
 
+def test_adam_in_place_equals_the_textbook_update_bit_for_bit():
+    from dialeval.metrics.learned.adem.model import _Adam
+
+    rng = np.random.default_rng(0)
+    ours = [rng.normal(size=(7, 7)), rng.normal(size=(7, 7))]
+    book = [p.copy() for p in ours]
+    m, v = [np.zeros((7, 7)) for _ in book], [np.zeros((7, 7)) for _ in book]
+    adam = _Adam(ours, 0.01)
+    for t in range(1, 21):
+        grads = [rng.normal(size=(7, 7)), None if t % 5 == 0 else rng.normal(size=(7, 7))]
+        adam.step([g if g is None else g.copy() for g in grads])
+        for p, g, mm, vv in zip(book, grads, m, v):     # Kingma & Ba, Algorithm 1
+            if g is None:
+                continue
+            mm[:] = 0.9 * mm + (1 - 0.9) * g
+            vv[:] = 0.999 * vv + (1 - 0.999) * g * g
+            p -= 0.01 * (mm / (1 - 0.9 ** t)) / (np.sqrt(vv / (1 - 0.999 ** t)) + 1e-8)
+    assert all(np.array_equal(a, b) for a, b in zip(ours, book))
+
+
 def test_oversampling_balances_score_classes_within_length_bins():
     m = Adem(max_oversample=10)
     y = np.array([1] * 2 + [5] * 10 + [3] * 6, dtype=float)

@@ -390,16 +390,27 @@ class _Adam:
         self.params, self.lr, self.b1, self.b2, self.eps = params, lr, betas[0], betas[1], eps
         self.m = [np.zeros_like(p) for p in params]
         self.v = [np.zeros_like(p) for p in params]
+        self.scratch = [(np.empty_like(p), np.empty_like(p)) for p in params]
         self.t = 0
 
     def step(self, grads: list[np.ndarray | None]) -> None:
+        """One update, in place and through two scratch buffers per parameter: the arithmetic
+        (and so every bit) is that of the textbook formula, without its eight temporaries."""
         self.t += 1
         c1, c2 = 1 - self.b1 ** self.t, 1 - self.b2 ** self.t
-        for p, g, m, v in zip(self.params, grads, self.m, self.v):
+        for p, g, m, v, (a, b) in zip(self.params, grads, self.m, self.v, self.scratch):
             if g is None:
                 continue
             m *= self.b1
-            m += (1 - self.b1) * g
+            m += np.multiply(g, 1 - self.b1, out=a)
             v *= self.b2
-            v += (1 - self.b2) * g * g
-            p -= self.lr * (m / c1) / (np.sqrt(v / c2) + self.eps)
+            np.multiply(g, 1 - self.b2, out=a)
+            a *= g
+            v += a
+            np.divide(v, c2, out=b)       # p -= lr (m / c1) / (sqrt(v / c2) + eps)
+            np.sqrt(b, out=b)
+            b += self.eps
+            np.divide(m, c1, out=a)
+            a *= self.lr
+            a /= b
+            p -= a
