@@ -7,8 +7,6 @@ record is validated field by field before anything is scored or written.
 from __future__ import annotations
 
 import contextlib
-import csv
-import hashlib
 import io
 import json
 import math
@@ -341,6 +339,8 @@ def iter_table_samples(path: str | os.PathLike, delimiter: str | None = None) ->
 
 
 def _located_table(path: str | os.PathLike, delimiter: str | None = None) -> Iterator[tuple[int, Sample]]:
+    import csv   # here: only tables need it
+
     path = os.fspath(path)
     if delimiter is None:
         delimiter = "\t" if path.endswith((".tsv", ".tab")) else ","
@@ -516,6 +516,8 @@ class IdRegistry:
 
     @staticmethod
     def key(sample: Sample) -> int:
+        import hashlib   # on use, not at import: it loads OpenSSL, which parallel files never need
+
         text = f"{sample.system}\x00{sample.id}".encode("utf-8", "surrogatepass")
         return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -212,6 +211,8 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
                                      first=index == 0).encode("utf-8"))
             handle.flush()
             if kill_after is not None and index == kill_after:
+                import signal
+
                 os.kill(os.getpid(), signal.SIGKILL)
             os.fsync(handle.fileno())
             save_checkpoint(checkpoint, {"fingerprint": fingerprint, "shards": index + 1, "bytes": handle.tell(),

@@ -19,7 +19,6 @@ runs.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +103,8 @@ class DocumentFrequencies:
 
     def digest(self) -> bytes:
         """Content hash: equal states (systems with the same references) can share one object."""
+        import hashlib   # here, not at import: it loads OpenSSL, and only several shards digest
+
         h = hashlib.blake2b(digest_size=16)
         h.update(str(self.n_items).encode())
         for k, c in zip(self.keys, self.counts):
