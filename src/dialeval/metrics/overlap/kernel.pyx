@@ -715,18 +715,28 @@ def lcs_pairs(const int64_t[::1] ids_h, const int64_t[::1] starts_h, const int64
               const int64_t[::1] hyp_of_ref,
               const int64_t[::1] ids_r, const int64_t[::1] starts_r, const int64_t[::1] lens_r):
     """LCS length of every reference j and hypothesis hyp_of_ref[j]: the bit-parallel algorithm
-    (Allison & Dix, Hyyro) over as many 64-bit words as the reference needs."""
+    (Allison & Dix, Hyyro) over as many 64-bit words as the reference needs.
+
+    The algorithm needs, for each hypothesis token, the bit mask of the reference positions
+    holding that token. For a reference of up to 64 tokens the masks are set once per reference
+    in a token-indexed array (and cleared after), so a pair costs O(hypothesis + reference)
+    besides the word updates; longer references build each mask by a scan of the reference."""
     cdef Py_ssize_t n_refs = lens_r.shape[0], j, i, w, q, W, a, b, Lr, Lh, sh, sr
     out_arr = np.zeros(n_refs, dtype=np.int64)
     cdef int64_t[::1] out = out_arr
-    cdef int64_t longest = 1
+    cdef int64_t longest = 1, top = 0
     for j in range(n_refs):
         longest = max(longest, lens_r[j])
+    for j in range(ids_r.shape[0]):
+        top = max(top, ids_r[j])
+    for j in range(ids_h.shape[0]):
+        top = max(top, ids_h[j])
     cdef Py_ssize_t max_w = (longest + 63) // 64
     v_arr = np.empty(max_w, dtype=np.uint64)
     m_arr = np.empty(max_w, dtype=np.uint64)
-    cdef uint64_t[::1] V = v_arr, M = m_arr
-    cdef uint64_t x, u, s1, s2, d1, d2, carry, borrow, c1, c2, b1, b2
+    mask_arr = np.zeros(top + 1, dtype=np.uint64)   # token -> positions in the reference (<= 64 tokens)
+    cdef uint64_t[::1] V = v_arr, M = m_arr, mask = mask_arr
+    cdef uint64_t x, u, s1, s2, d1, d2, carry, borrow, c1, c2, b1, b2, v1
     cdef int64_t tok, zeros
     with nogil:
         for j in range(n_refs):
@@ -737,6 +747,21 @@ def lcs_pairs(const int64_t[::1] ids_h, const int64_t[::1] starts_h, const int64
                 continue
             sh = starts_h[a]
             sr = starts_r[j]
+            if Lr <= 64:
+                for q in range(Lr):
+                    mask[ids_r[sr + q]] |= (<uint64_t>1) << q
+                v1 = 0xFFFFFFFFFFFFFFFFULL
+                for i in range(Lh):
+                    u = v1 & mask[ids_h[sh + i]]
+                    v1 = (v1 + u) | (v1 - u)
+                for q in range(Lr):
+                    mask[ids_r[sr + q]] = 0
+                zeros = 0
+                for q in range(Lr):
+                    if not (v1 >> q) & 1:
+                        zeros += 1
+                out[j] = zeros
+                continue
             W = (Lr + 63) >> 6
             for w in range(W):
                 V[w] = 0xFFFFFFFFFFFFFFFFULL
