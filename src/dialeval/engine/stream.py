@@ -228,11 +228,13 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
             if corpus is not None:
                 first_pass_record = state["first_pass"]
                 say("--resume: corpus-wide first pass restored from the checkpoint")
-            else:
+            elif state.get("first_pass") is not None:
                 say("--resume: the checkpoint has no usable first pass; reading the input for it again")
         if corpus is None:
             corpus = gather_first_pass(plan, shards, backend)
-            if handle is not None and corpus is not None:
+            # an empty pass (an input of one shard, see gather_first_pass) is not saved: finding
+            # it again costs a resumed run no more than reading that shard, which it does anyway
+            if handle is not None and corpus:
                 first_pass_record = save_first_pass(first_pass_file, plan, corpus)
                 save_checkpoint(checkpoint, {"fingerprint": fingerprint, "shards": skip, "bytes": handle.tell(),
                                              "totals": totals.to_dict(), "first_pass": first_pass_record})
