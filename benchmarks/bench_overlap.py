@@ -16,6 +16,7 @@ tree run from source under PYTHONDONTWRITEBYTECODE recompiles every module at ea
     python3 benchmarks/bench_overlap.py                      # synthetic 2,000 x 11 set
     python3 benchmarks/bench_overlap.py --dstc6 S_1          # one DSTC6 system
     python3 benchmarks/bench_overlap.py --modes multi max    # max: 22,000 single-reference pairs
+    python3 benchmarks/bench_overlap.py --floor              # + what start-up alone costs
 
 The `process` row times whole processes side by side: `python3 -m dialeval.cli score` (start-up,
 imports, reading the files, BLEU-1..4 + ROUGE-L + CIDEr-D, writing the scores) against a fresh
@@ -197,6 +198,30 @@ def process_row(hyps, refs, mode, repeat, baseline=None):
         return {name: (med(w), med(c)) for name, (w, c) in got.items()}
 
 
+# the modules `dialeval score` imports for the word-overlap metrics (what the floor row times)
+_SCORE_IMPORTS = ("import dialeval.cli.main, dialeval.engine.stream, dialeval.scoring, dialeval.report.tables, "
+                  "dialeval.metrics.overlap.bleu, dialeval.metrics.overlap.rouge, dialeval.metrics.overlap.cider")
+
+
+def floor_rows(repeat):
+    """Whole processes that do no scoring, {name: (median wall, median CPU)}: the part of the
+    `process` row that start-up alone costs (interpreter and site, numpy, dialeval's modules)."""
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    runs = [("python -c pass", "pass"), ("import numpy", "import numpy"), ("+ dialeval", _SCORE_IMPORTS)]
+    got = {name: ([], []) for name, _ in runs}
+    for _ in range(repeat):
+        for name, code in runs:
+            cpu0 = _children_cpu()
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True, env=env)
+            got[name][0].append(time.perf_counter() - t0)
+            got[name][1].append(_children_cpu() - cpu0)
+    med = statistics.median
+    return {name: (med(w), med(c)) for name, (w, c) in got.items()}
+
+
 def compile_bytecode(src) -> None:
     """Write the .pyc files of a source tree, as pip does at install time."""
     import compileall
@@ -231,6 +256,8 @@ def main(argv=None):
     ap.add_argument("--modes", nargs="+", default=["multi", "max"])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-process", action="store_true", help="skip the whole-process row")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time processes that only start: python, + numpy, + dialeval's imports")
     ap.add_argument("--baseline", metavar="SRC", help="also time dialeval from this source tree (e.g. main's src/)")
     ap.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -259,7 +286,7 @@ def main(argv=None):
             text += f" {before[1]:10.3f} {cc / before[1]:5.1f}x" if before else f" {'':10} {'':6}"
         print(text + mem + diff, flush=True)
 
-    if not args.no_process:
+    if not args.no_process or args.floor:
         compile_bytecode(REPO / "src")
     for mode in args.modes:
         tot_c = [0.0, 0.0]
@@ -281,6 +308,10 @@ def main(argv=None):
                 print(f"{mode:6} {'process':9} (skipped: references per item differ or texts hold line breaks)")
             else:
                 line(mode, "process", row["coco"], row["ours"], row.get("before"), "   (whole processes)")
+    if args.floor:
+        print("# start-up alone (whole processes, no scoring): wall s / CPU s")
+        for name, (wall, cpu) in floor_rows(args.repeat).items():
+            print(f"{'floor':6} {name:15} {wall:9.3f} {cpu:9.3f}")
 
 
 if __name__ == "__main__":

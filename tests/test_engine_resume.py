@@ -89,6 +89,21 @@ def test_kill_resume_and_plain_runs_are_byte_identical(tmp_path):
     assert resumed.stdout == cli(*common).stdout          # the same table as a plain run
 
 
+
+def test_an_input_of_one_shard_saves_no_first_pass_and_resumes(tmp_path):
+    # one shard: CIDEr takes its document frequencies from the shard itself, so there is no
+    # first pass to save; a killed run resumes from the beginning to the same bytes
+    src = write_input(tmp_path / "in.jsonl", n=60)
+    cli(src, "--metrics", METRICS, "-o", tmp_path / "a.jsonl")
+    out = tmp_path / "c.jsonl"
+    killed = cli(src, "--metrics", METRICS, "-o", out, env_extra={"DIALEVAL_ENGINE_KILL_AFTER_SHARD": "0"},
+                 check=False)
+    assert killed.returncode == -signal.SIGKILL
+    assert not Path(str(out) + ".firstpass.npz").exists()
+    resumed = cli(src, "--metrics", METRICS, "-o", out, "--resume")
+    assert "first pass" not in resumed.stderr
+    assert out.read_bytes() == (tmp_path / "a.jsonl").read_bytes()
+
 def test_resume_redoes_a_damaged_first_pass_and_shared_references_are_stored_once(tmp_path):
     src = tmp_path / "in.jsonl"
     rows = [json.loads(line) for line in write_input(tmp_path / "base.jsonl", n=60).read_text().splitlines()]

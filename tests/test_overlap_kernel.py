@@ -137,3 +137,37 @@ def test_lone_surrogates_fall_back_to_the_numpy_path():
     fast, slow = _both(lambda: score(rows, METRICS, progress=False))
     for m in METRICS:
         np.testing.assert_array_equal(fast.sentence[m], slow.sentence[m], err_msg=m)
+
+
+def _clipped_matches(hyp, refs, n):
+    """pycocoevalcap's clipped n-gram matches, written out with Counters."""
+    from collections import Counter
+
+    grams = lambda toks: Counter(tuple(toks[i:i + n]) for i in range(len(toks) - n + 1))
+    best = Counter()
+    for ref in refs:
+        for g, c in grams(ref).items():
+            best[g] = max(best[g], c)
+    return sum(min(c, best[g]) for g, c in grams(hyp).items())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 5), max_size=12), min_size=1, max_size=4),
+       st.lists(st.lists(st.integers(0, 5), max_size=15), max_size=6),
+       st.data())
+def test_bleu_matches_equal_counted_ngrams(hyps, refs, data):
+    # rows pick any hypothesis (repeated, not only consecutively) and any run of references
+    rows = data.draw(st.lists(st.integers(0, len(hyps) - 1), min_size=1, max_size=6))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(refs)), min_size=len(rows) - 1,
+                                     max_size=len(rows) - 1)))
+    ref_off = np.array([0, *cuts, len(refs)], dtype=np.int64)
+
+    def table(sents):
+        lengths = np.array([len(s) for s in sents], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if len(sents) else lengths
+        return np.array([t for s in sents for t in s], dtype=np.int64), starts, lengths
+
+    got = kernel.bleu_matches(np.array(rows, dtype=np.int64), ref_off, *table(hyps), *table(refs), 6, 4)
+    for i, h in enumerate(rows):
+        these = refs[ref_off[i]:ref_off[i + 1]]
+        assert got[i].tolist() == [_clipped_matches(hyps[h], these, n) for n in range(1, 5)]

@@ -9,7 +9,6 @@ unknown name is refused with the closest valid one, so a typo never passes silen
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import re
 import typing
@@ -40,6 +39,8 @@ def closest_hint(name: str, valid: Iterable[str]) -> str:
     lowered = {v.lower(): v for v in valid}
     if name.lower() in lowered:
         return f"; did you mean {lowered[name.lower()]!r}?"
+    import difflib   # only when a name is misspelt
+
     match = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
     return f"; did you mean {lowered[match[0]]!r}?" if match else ""
 

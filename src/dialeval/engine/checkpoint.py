@@ -22,10 +22,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import DialevalError
-from ..models.store import sha256_of
 from .plan import Plan
 
 FIRST_PASS_SUFFIX = ".firstpass.npz"
+
+
+def _sha256_of(path: str) -> str:
+    """`models.store.sha256_of`, imported on first use: hashlib loads OpenSSL, which a run that
+    saves no first pass never needs at start-up."""
+    from ..models.store import sha256_of
+
+    return sha256_of(path)
 
 
 def save_checkpoint(path: str, state: dict[str, Any]) -> None:
@@ -79,12 +86,12 @@ def save_first_pass(path: str, plan: Plan, corpus: dict[str, dict[Any, Any]]) ->
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-    return {"file": os.path.basename(path), "sha256": sha256_of(path), "systems": systems}
+    return {"file": os.path.basename(path), "sha256": _sha256_of(path), "systems": systems}
 
 
 def load_first_pass(path: str, plan: Plan, record: dict[str, Any] | None) -> dict[str, dict[Any, Any]] | None:
     """The merged first pass `save_first_pass` wrote, or None when it cannot be had as written."""
-    if not record or not os.path.exists(path) or sha256_of(path) != record.get("sha256"):
+    if not record or not os.path.exists(path) or _sha256_of(path) != record.get("sha256"):
         return None
     metrics = plan.metrics()
     keys = {repr(key): key for key in plan.first_pass}

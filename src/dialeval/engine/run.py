@@ -89,6 +89,42 @@ def run_plan(plan: Plan, shards: Shards, backend, *, corpus: dict | None = None,
     return totals
 
 
+class KeepSingleShard:
+    """`shards` (a callable giving the input's shards afresh) that reads an input of one shard
+    only once. The corpus first pass reads the input's first two shards to learn whether it
+    has more than one (`gather_first_pass`); when it has one, that shard is kept and handed to
+    the scoring pass instead of reading and parsing the files a second time. What is kept is
+    one shard, the unit scoring holds in memory anyway; longer inputs are read afresh on each
+    call, as before."""
+
+    def __init__(self, shards: Shards):
+        self.shards = shards
+        self.single: list[Sequence[Sample]] | None = None
+        self.several = False   # known to have more: read as given (no shard read ahead)
+
+    def __call__(self) -> Iterable[Sequence[Sample]]:
+        if self.single is not None:
+            return iter(self.single)
+        if self.several:
+            return self.shards()
+        return self._read()
+
+    def _read(self):
+        parts = iter(self.shards())
+        first = next(parts, None)
+        if first is None:
+            return
+        second = next(parts, None)
+        if second is None:
+            self.single = [first]
+            yield first
+            return
+        self.several = True
+        yield first
+        yield second
+        yield from parts
+
+
 def _skipping(shards: Iterable[Sequence[Sample]], skip: int):
     for i, shard in enumerate(shards):
         if i >= skip:

@@ -19,14 +19,14 @@ and what a metric's first pass needs (CIDEr: distinct n-grams with their documen
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
 
 from ..data.readers import chunked, iter_parallel_samples, iter_samples, STDIN
 from ..data.sample import Sample
@@ -36,7 +36,8 @@ from ..version import __version__
 from .checkpoint import FIRST_PASS_SUFFIX, load_checkpoint, load_first_pass, save_checkpoint, save_first_pass
 from .merge import Totals, no_reference_note
 from .plan import Plan
-from .run import gather_first_pass, run_plan
+from .rows import rows_text
+from .run import KeepSingleShard, gather_first_pass, run_plan
 
 KILL_HOOK = "DIALEVAL_ENGINE_KILL_AFTER_SHARD"  # tests: SIGKILL self after writing that shard's rows
 CHECKPOINT_VERSION = 2   # 2: the first pass is kept in OUTPUT.firstpass.npz
@@ -114,22 +115,6 @@ class RunSummary:
                             for s, vals in self.systems.items()}}
 
 
-# one encoder for every row (json.dumps with options builds a new one per call)
-_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-
-
-def _row_line(sample: Sample, scores: dict[str, float], extra: dict[str, Any] | None = None) -> str:
-    from ..scoring import output_row
-
-    row = output_row(sample, scores)
-    if extra:
-        row.update(extra)
-    try:
-        return _ROW_ENCODER.encode(row) + "\n"   # = json.dumps(row, ensure_ascii=False, allow_nan=False)
-    except ValueError:   # NaN in ratings or meta
-        return json.dumps(json_value(row), ensure_ascii=False) + "\n"
-
-
 def stats_metric_names(plan: Plan) -> list[str]:
     """Metrics whose corpus score is a function of summed statistics (corpus BLEU, METEOR in
     `multi` mode), not a mean of sentence scores: their rows are what resampling needs."""
@@ -143,17 +128,20 @@ def shard_lines(plan: Plan, samples: Sequence[Sample], sentence: dict[str, Any],
     statistics rows of the summed-statistics metrics, and the file's first row the signatures,
     so that `compare` and `report` can recompute corpus scores on resamples."""
     names = plan.names
-    summed = stats_metric_names(plan) if stats is not None else []
-    lines = []
-    for i, s in enumerate(samples):
-        extra: dict[str, Any] = {}
-        if stats is not None:
+    # Python floats, once per shard (a numpy scalar per row and metric is slow to take)
+    columns = [np.asarray(sentence[m], dtype=np.float64).tolist() for m in names]
+    extras = None
+    if stats is not None:
+        summed = stats_metric_names(plan)
+        extras = []
+        for i in range(len(samples)):
+            extra: dict[str, Any] = {}
             if summed:
                 extra["stats"] = {m: [float(v) for v in stats[m][i]] for m in summed}
             if first and i == 0:
                 extra["signatures"] = dict(plan.signatures)
-        lines.append(_row_line(s, {m: sentence[m][i] for m in names}, extra))
-    return "".join(lines)
+            extras.append(extra)
+    return rows_text(samples, names, columns, extras)
 
 
 def stream_score(plan: Plan, source: Source, backend, output: str | None = None, *, resume: bool = False,
@@ -177,8 +165,8 @@ def stream_score(plan: Plan, source: Source, backend, output: str | None = None,
 def _stream(plan, source, backend, output, resume, progress, say, with_stats=False) -> RunSummary:
     size = plan.chunk_size
 
-    def shards():
-        return chunked(source.samples(), size)
+    # an input of one shard is read once, not once for the first pass and again for scoring
+    shards = KeepSingleShard(lambda: chunked(source.samples(), size))
 
     partial = checkpoint = first_pass_file = None
     first_pass_record: dict[str, Any] | None = None
@@ -223,6 +211,8 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
                                      first=index == 0).encode("utf-8"))
             handle.flush()
             if kill_after is not None and index == kill_after:
+                import signal
+
                 os.kill(os.getpid(), signal.SIGKILL)
             os.fsync(handle.fileno())
             save_checkpoint(checkpoint, {"fingerprint": fingerprint, "shards": index + 1, "bytes": handle.tell(),
@@ -238,11 +228,13 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
             if corpus is not None:
                 first_pass_record = state["first_pass"]
                 say("--resume: corpus-wide first pass restored from the checkpoint")
-            else:
+            elif state.get("first_pass") is not None:
                 say("--resume: the checkpoint has no usable first pass; reading the input for it again")
         if corpus is None:
             corpus = gather_first_pass(plan, shards, backend)
-            if handle is not None and corpus is not None:
+            # an empty pass (an input of one shard, see gather_first_pass) is not saved: finding
+            # it again costs a resumed run no more than reading that shard, which it does anyway
+            if handle is not None and corpus:
                 first_pass_record = save_first_pass(first_pass_file, plan, corpus)
                 save_checkpoint(checkpoint, {"fingerprint": fingerprint, "shards": skip, "bytes": handle.tell(),
                                              "totals": totals.to_dict(), "first_pass": first_pass_record})

@@ -238,7 +238,8 @@ class Metric:
             stats = np.asarray(self.multi_stats(batch), dtype=np.float64)
             sentence = np.asarray(self.sentence_from_stats(stats), dtype=np.float64)
             if self.needs_references:
-                no_refs = np.fromiter((not r for r in batch.refs), dtype=bool, count=len(batch))
+                no_refs = batch.memo("no-refs", lambda: np.fromiter((not r for r in batch.refs), dtype=bool,
+                                                                    count=len(batch)))
                 if no_refs.any():  # no reference, no reference-based score (NaN, not 0)
                     sentence = sentence.copy()
                     sentence[no_refs] = np.nan

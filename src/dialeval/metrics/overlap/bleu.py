@@ -90,9 +90,9 @@ def _compiled_statistics(batch: Batch, tokenizer: str) -> np.ndarray:
         stats[has_ref, 1] = np.minimum.reduceat(key, ref_off[:-1][has_ref]) % bound
     for n in range(1, MAX_ORDER + 1):
         stats[:, 1 + n] = np.maximum(testlen - n + 1, 0)
-        stats[:, 1 + MAX_ORDER + n] = kernel.bleu_matches_local(hyp_index, ref_off, tb.hyp.ids, tb.hyp.starts,
-                                                                tb.hyp.lengths, tb.ref.ids, tb.ref.starts,
-                                                                tb.ref.lengths, n)
+    stats[:, 2 + MAX_ORDER:] = kernel.bleu_matches(hyp_index, ref_off, tb.hyp.ids, tb.hyp.starts, tb.hyp.lengths,
+                                                   tb.ref.ids, tb.ref.starts, tb.ref.lengths, tb.vocab_size,
+                                                   MAX_ORDER)
     stats[~has_ref] = np.nan
     return stats
 

@@ -19,7 +19,6 @@ runs.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +103,8 @@ class DocumentFrequencies:
 
     def digest(self) -> bytes:
         """Content hash: equal states (systems with the same references) can share one object."""
+        import hashlib   # here, not at import: it loads OpenSSL, and only several shards digest
+
         h = hashlib.blake2b(digest_size=16)
         h.update(str(self.n_items).encode())
         for k, c in zip(self.keys, self.counts):
@@ -170,6 +171,15 @@ def document_frequencies(batch: Batch, tokenizer: str) -> DocumentFrequencies:
     return DocumentFrequencies(len(batch), keys, counts)
 
 
+def idf_of_counts(df: np.ndarray, log_n: float) -> np.ndarray:
+    """log N - log max(1, df) of integer document frequencies, through a table of the values
+    df takes (0..N): the same operations on the same values as computing it per n-gram, with
+    N + 1 logarithms instead of one per distinct n-gram (hundreds of thousands)."""
+    top = int(df.max(initial=0))
+    table = log_n - np.log(np.maximum(1.0, np.arange(top + 1, dtype=np.float64)))
+    return table[df]
+
+
 def cider_pair_similarities(root: Batch, tokenizer: str, variant: str) -> np.ndarray:
     """sim_n of every (item, reference) pair of `root`: shape (number of references, 4).
     Document frequencies come from the merged first pass in `root.corpus` when there is one."""
@@ -189,9 +199,10 @@ def cider_pair_similarities(root: Batch, tokenizer: str, variant: str) -> np.nda
                 gid_h, gid_r, hashes = grams(root, tokenizer, n)
                 if corpus_df is not None:
                     df = corpus_df.lookup(n, hashes)
+                    idf = log_n - np.log(np.maximum(1.0, df))
                 else:
-                    df = kernel.doc_freq(ref_off, tb.ref.starts, tb.ref.lengths, gid_r, len(hashes), n).astype(np.float64)
-                idf = log_n - np.log(np.maximum(1.0, df))
+                    df = kernel.doc_freq(ref_off, tb.ref.starts, tb.ref.lengths, gid_r, len(hashes), n)
+                    idf = idf_of_counts(df, log_n)
                 sims[:, n - 1] = kernel.cider_sims(hyp_index, ref_off, tb.hyp.starts, tb.hyp.lengths, gid_h,
                                                    tb.ref.starts, tb.ref.lengths, gid_r, hashes, idf, n,
                                                    variant == "d")

@@ -9,7 +9,7 @@ where numpy needed several sorts of every n-gram of the batch:
   tokens to ids in one pass, with a 64-bit hash of each distinct token (`token_hash`);
 - `ngram_ids`: one id per distinct n-gram of a batch (hash table, ids compared exactly),
   and each n-gram's batch-independent hash (the key of CIDEr's document frequencies);
-- `bleu_matches_local`, `lcs_pairs` (on token ids), `doc_freq`, `cider_sims` (on n-gram ids):
+- `bleu_matches`, `lcs_pairs` (on token ids), `doc_freq`, `cider_sims` (on n-gram ids):
   per-row statistics; `reference_doc_freq`: CIDEr's first pass straight from the texts.
 
 Every statistic is an integer count except CIDEr's similarities, whose sums run over each
@@ -26,7 +26,7 @@ from libc.string cimport memcmp, memcpy
 import numpy as np
 
 # bumped whenever a function's signature or meaning changes; tokens.py refuses a stale build
-VERSION = 1
+VERSION = 2
 
 cdef uint64_t FNV_OFFSET = 0xcbf29ce484222325ULL
 cdef uint64_t FNV_PRIME = 0x100000001b3ULL
@@ -417,114 +417,168 @@ def mixed_hashes(const uint64_t[::1] raw, int n):
 
 # --------------------------------------------------------------------------- BLEU
 
-cdef inline uint64_t ids_hash(const int64_t* t, int n) noexcept nogil:
-    cdef uint64_t h = <uint64_t>t[0]
-    cdef int k
-    for k in range(1, n):
-        h = h * MULT + <uint64_t>t[k]
-    return mix64(h)
+def bleu_matches(const int64_t[::1] hyp_index, const int64_t[::1] ref_off,
+                 const int64_t[::1] ids_h, const int64_t[::1] starts_h, const int64_t[::1] lens_h,
+                 const int64_t[::1] ids_r, const int64_t[::1] starts_r, const int64_t[::1] lens_r,
+                 Py_ssize_t vocab_size, int max_order):
+    """Clipped n-gram matches of each row for orders 1..max_order (a rows x max_order array):
+    hypothesis `hyp_index[row]` against references ref_off[row]..ref_off[row+1]-1, each
+    n-gram's count clipped at its largest count in one reference (pycocoevalcap's rule).
 
-
-def bleu_matches_local(const int64_t[::1] hyp_index, const int64_t[::1] ref_off,
-                       const int64_t[::1] ids_h, const int64_t[::1] starts_h, const int64_t[::1] lens_h,
-                       const int64_t[::1] ids_r, const int64_t[::1] starts_r, const int64_t[::1] lens_r, int n):
-    """Clipped n-gram matches of each row: hypothesis `hyp_index[row]` against references
-    ref_off[row]..ref_off[row+1]-1, each n-gram's count clipped at its largest count in one
-    reference (pycocoevalcap's rule). Per row, a small hash table of the hypothesis n-grams
-    (compared token by token) is probed by the references' n-grams: it stays in cache, where
-    batch-wide n-gram ids would cost a probe of a large table per n-gram."""
-    cdef Py_ssize_t rows = hyp_index.shape[0], i, j, p, h, st, sr, L, nd, nt, k, slot, mask, size
+    One pass over the references serves every order. Per row, the hypothesis's tokens are
+    marked in a vocabulary-sized array and its n-grams of order >= 2 go in small hash tables
+    (compared token by token) that stay in cache. A reference token the hypothesis lacks starts
+    no matching n-gram, which rejects most positions with one array read; from a position that
+    matches, order n is looked up only while order n - 1 matched (an n-gram's prefix is an
+    (n-1)-gram of the same position). Consecutive rows of one hypothesis (a `pairs()` batch:
+    one reference per row) re-use its tables."""
+    cdef Py_ssize_t rows = hyp_index.shape[0], i, j, p, q, h, st, sr, er, L, n, k, slot, size, size_n, off
+    cdef Py_ssize_t prev_h = -1, nd_all = 0
+    cdef int64_t gen = -1   # number of the hypothesis whose tables are loaded (marks are compared to it)
     cdef int64_t longest = 1
+    if max_order < 1 or max_order > 8:
+        raise ValueError("max_order must be 1..8")
     for i in range(lens_h.shape[0]):
         longest = max(longest, lens_h[i])
     size = 16
     while size < 2 * longest:
         size *= 2
-    out_arr = np.zeros(rows, dtype=np.float64)
-    cdef double[::1] out = out_arr
-    # per slot: position of the n-gram in ids_h (-1 empty), hypothesis count, max over refs, count in this ref
-    pos_arr = np.full(size, -1, dtype=np.int64)
-    cnt_arr = np.zeros(size, dtype=np.int64)
-    mx_arr = np.zeros(size, dtype=np.int64)
-    cur_arr = np.zeros(size, dtype=np.int64)
-    hsh_arr = np.zeros(size, dtype=np.uint64)
-    used_arr = np.empty(longest, dtype=np.int64)
-    touch_arr = np.empty(longest, dtype=np.int64)
-    cdef int64_t[::1] pos = pos_arr, cnt = cnt_arr, mx = mx_arr, cur = cur_arr, used = used_arr, touch = touch_arr
+    out_arr = np.zeros((rows, max_order), dtype=np.float64)
+    cdef double[:, ::1] out = out_arr
+    # unigrams by token id: the row that marked the token, and its slot (index into the tables)
+    mark_arr = np.full(max(vocab_size, 1), -1, dtype=np.int64)
+    uslot_arr = np.zeros(max(vocab_size, 1), dtype=np.int64)
+    # per order n (table n - 1, `size` slots each; order 1 uses slots 0..distinct tokens - 1):
+    # position of the n-gram in ids_h (-1 empty), its hash, hypothesis count, max over refs,
+    # count in the current reference
+    pos_arr = np.full(max_order * size, -1, dtype=np.int64)
+    hsh_arr = np.zeros(max_order * size, dtype=np.uint64)
+    cnt_arr = np.zeros(max_order * size, dtype=np.int64)
+    mx_arr = np.zeros(max_order * size, dtype=np.int64)
+    cur_arr = np.zeros(max_order * size, dtype=np.int64)
+    used_arr = np.empty(max_order * longest, dtype=np.int64)    # occupied slots (all orders)
+    touch_arr = np.empty(max_order * longest, dtype=np.int64)   # slots counted in this reference
+    masks_arr = np.zeros(max_order + 1, dtype=np.int64)
+    cdef int64_t[::1] mark = mark_arr, uslot = uslot_arr, pos = pos_arr, cnt = cnt_arr, mx = mx_arr
+    cdef int64_t[::1] cur = cur_arr, used = used_arr, touch = touch_arr, masks = masks_arr
     cdef uint64_t[::1] hsh = hsh_arr
-    cdef uint64_t hv
-    cdef int64_t total, q
-    cdef bint equal
+    cdef uint64_t raw, hv
+    cdef int64_t total, t, nt, n_uni
+    cdef bint equal, found
     with nogil:
         for i in range(rows):
             h = hyp_index[i]
             st = starts_h[h]
-            L = lens_h[h] - n + 1
-            if L <= 0:
-                continue
-            mask = 16
-            while mask < 2 * L:
-                mask *= 2
-            mask -= 1
-            nd = 0
-            for p in range(st, st + L):
-                hv = ids_hash(&ids_h[p], n)
-                slot = <Py_ssize_t>(hv & <uint64_t>mask)
-                while True:
-                    q = pos[slot]
-                    if q == -1:
-                        pos[slot] = p
-                        hsh[slot] = hv
-                        cnt[slot] = 1
-                        used[nd] = slot
-                        nd += 1
-                        break
-                    if hsh[slot] == hv:
-                        equal = True
-                        for k in range(n):
-                            if ids_h[q + k] != ids_h[p + k]:
-                                equal = False
+            L = lens_h[h]
+            if h != prev_h:
+                # clear the previous hypothesis's tables, then fill them with this one's n-grams
+                for k in range(nd_all):
+                    slot = used[k]
+                    pos[slot] = -1
+                    cnt[slot] = 0
+                    mx[slot] = 0
+                prev_h = h
+                gen += 1
+                nd_all = 0
+                n_uni = 0
+                for q in range(st, st + L):
+                    t = ids_h[q]
+                    if mark[t] != gen:
+                        mark[t] = gen
+                        uslot[t] = n_uni
+                        pos[n_uni] = q
+                        used[nd_all] = n_uni
+                        nd_all += 1
+                        n_uni += 1
+                    cnt[uslot[t]] += 1
+                for n in range(2, max_order + 1):
+                    size_n = 16
+                    while size_n < 2 * (L - n + 1):
+                        size_n *= 2
+                    masks[n] = size_n - 1
+                    off = (n - 1) * size
+                    for q in range(st, st + L - n + 1):
+                        raw = <uint64_t>ids_h[q]
+                        for k in range(1, n):
+                            raw = raw * MULT + <uint64_t>ids_h[q + k]
+                        hv = mix64(raw)
+                        slot = <Py_ssize_t>(hv & <uint64_t>masks[n])
+                        while True:
+                            p = pos[off + slot]
+                            if p == -1:
+                                pos[off + slot] = q
+                                hsh[off + slot] = hv
+                                cnt[off + slot] = 1
+                                used[nd_all] = off + slot
+                                nd_all += 1
                                 break
-                        if equal:
-                            cnt[slot] += 1
-                            break
-                    slot = (slot + 1) & mask
+                            if hsh[off + slot] == hv:
+                                equal = True
+                                for k in range(n):
+                                    if ids_h[p + k] != ids_h[q + k]:
+                                        equal = False
+                                        break
+                                if equal:
+                                    cnt[off + slot] += 1
+                                    break
+                            slot = (slot + 1) & masks[n]
+            else:
+                for k in range(nd_all):
+                    mx[used[k]] = 0
+            if L == 0:
+                continue
             for j in range(ref_off[i], ref_off[i + 1]):
                 sr = starts_r[j]
+                er = sr + lens_r[j]
                 nt = 0
-                for p in range(sr, sr + lens_r[j] - n + 1):
-                    hv = ids_hash(&ids_r[p], n)
-                    slot = <Py_ssize_t>(hv & <uint64_t>mask)
-                    while True:
-                        q = pos[slot]
-                        if q == -1:
+                for p in range(sr, er):
+                    t = ids_r[p]
+                    if mark[t] != gen:
+                        continue
+                    slot = uslot[t]
+                    if cur[slot] == 0:
+                        touch[nt] = slot
+                        nt += 1
+                    cur[slot] += 1
+                    raw = <uint64_t>t
+                    for n in range(2, max_order + 1):
+                        if p + n > er or n > L:
                             break
-                        if hsh[slot] == hv:
-                            equal = True
-                            for k in range(n):
-                                if ids_h[q + k] != ids_r[p + k]:
-                                    equal = False
-                                    break
-                            if equal:
-                                if cur[slot] == 0:
-                                    touch[nt] = slot
-                                    nt += 1
-                                cur[slot] += 1
+                        raw = raw * MULT + <uint64_t>ids_r[p + n - 1]
+                        hv = mix64(raw)
+                        off = (n - 1) * size
+                        slot = <Py_ssize_t>(hv & <uint64_t>masks[n])
+                        found = False
+                        while True:
+                            q = pos[off + slot]
+                            if q == -1:
                                 break
-                        slot = (slot + 1) & mask
+                            if hsh[off + slot] == hv:
+                                equal = True
+                                for k in range(n):
+                                    if ids_h[q + k] != ids_r[p + k]:
+                                        equal = False
+                                        break
+                                if equal:
+                                    found = True
+                                    break
+                            slot = (slot + 1) & masks[n]
+                        if not found:
+                            break   # no longer n-gram from p can match either
+                        slot = off + slot
+                        if cur[slot] == 0:
+                            touch[nt] = slot
+                            nt += 1
+                        cur[slot] += 1
                 for k in range(nt):
                     slot = touch[k]
                     if cur[slot] > mx[slot]:
                         mx[slot] = cur[slot]
                     cur[slot] = 0
-            total = 0
-            for k in range(nd):
+            for k in range(nd_all):
                 slot = used[k]
-                total += cnt[slot] if cnt[slot] < mx[slot] else mx[slot]
-                pos[slot] = -1
-                cnt[slot] = 0
-                mx[slot] = 0
-            out[i] = <double>total
+                total = cnt[slot] if cnt[slot] < mx[slot] else mx[slot]
+                out[i, slot // size] += <double>total
     return out_arr
 
 
@@ -661,18 +715,28 @@ def lcs_pairs(const int64_t[::1] ids_h, const int64_t[::1] starts_h, const int64
               const int64_t[::1] hyp_of_ref,
               const int64_t[::1] ids_r, const int64_t[::1] starts_r, const int64_t[::1] lens_r):
     """LCS length of every reference j and hypothesis hyp_of_ref[j]: the bit-parallel algorithm
-    (Allison & Dix, Hyyro) over as many 64-bit words as the reference needs."""
+    (Allison & Dix, Hyyro) over as many 64-bit words as the reference needs.
+
+    The algorithm needs, for each hypothesis token, the bit mask of the reference positions
+    holding that token. For a reference of up to 64 tokens the masks are set once per reference
+    in a token-indexed array (and cleared after), so a pair costs O(hypothesis + reference)
+    besides the word updates; longer references build each mask by a scan of the reference."""
     cdef Py_ssize_t n_refs = lens_r.shape[0], j, i, w, q, W, a, b, Lr, Lh, sh, sr
     out_arr = np.zeros(n_refs, dtype=np.int64)
     cdef int64_t[::1] out = out_arr
-    cdef int64_t longest = 1
+    cdef int64_t longest = 1, top = 0
     for j in range(n_refs):
         longest = max(longest, lens_r[j])
+    for j in range(ids_r.shape[0]):
+        top = max(top, ids_r[j])
+    for j in range(ids_h.shape[0]):
+        top = max(top, ids_h[j])
     cdef Py_ssize_t max_w = (longest + 63) // 64
     v_arr = np.empty(max_w, dtype=np.uint64)
     m_arr = np.empty(max_w, dtype=np.uint64)
-    cdef uint64_t[::1] V = v_arr, M = m_arr
-    cdef uint64_t x, u, s1, s2, d1, d2, carry, borrow, c1, c2, b1, b2
+    mask_arr = np.zeros(top + 1, dtype=np.uint64)   # token -> positions in the reference (<= 64 tokens)
+    cdef uint64_t[::1] V = v_arr, M = m_arr, mask = mask_arr
+    cdef uint64_t x, u, s1, s2, d1, d2, carry, borrow, c1, c2, b1, b2, v1
     cdef int64_t tok, zeros
     with nogil:
         for j in range(n_refs):
@@ -683,6 +747,21 @@ def lcs_pairs(const int64_t[::1] ids_h, const int64_t[::1] starts_h, const int64
                 continue
             sh = starts_h[a]
             sr = starts_r[j]
+            if Lr <= 64:
+                for q in range(Lr):
+                    mask[ids_r[sr + q]] |= (<uint64_t>1) << q
+                v1 = 0xFFFFFFFFFFFFFFFFULL
+                for i in range(Lh):
+                    u = v1 & mask[ids_h[sh + i]]
+                    v1 = (v1 + u) | (v1 - u)
+                for q in range(Lr):
+                    mask[ids_r[sr + q]] = 0
+                zeros = 0
+                for q in range(Lr):
+                    if not (v1 >> q) & 1:
+                        zeros += 1
+                out[j] = zeros
+                continue
             W = (Lr + 63) >> 6
             for w in range(W):
                 V[w] = 0xFFFFFFFFFFFFFFFFULL

@@ -17,7 +17,7 @@ from ...text.ngrams import TokenTable, count_pairs, encode, encode_flat, ngram_k
 from ...text.tokenizers import tokenize_all
 from ..base import Batch
 
-KERNEL_VERSION = 1  # kernel.pyx's VERSION this code calls
+KERNEL_VERSION = 2  # kernel.pyx's VERSION this code calls
 
 try:
     from . import kernel as KERNEL
