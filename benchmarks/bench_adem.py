@@ -352,7 +352,8 @@ def plot_efficiency(csv_paths, png):
     for path in csv_paths:
         with open(path) as handle:
             rows = list(csv.DictReader(handle))
-        label = os.path.basename(path)[len("efficiency_"):-4].replace("_", ", preset ")
+        label = os.path.basename(path)[len("efficiency_"):-4].replace("_search", ", settings searched")
+        label = label.replace("_", ", preset ")
         ax.errorbar([float(r["percent"]) for r in rows], [float(r["mean spearman"]) for r in rows],
                     yerr=[float(r["std"]) for r in rows], marker="o", capsize=3,
                     label=f"ADEM ({label}), {rows[0]['seeds']} seeds")

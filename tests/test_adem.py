@@ -343,3 +343,21 @@ def test_cli_trains_from_a_rated_file_and_scores(encoder_dir, tmp_path):
     assert proc.returncode == 0, proc.stderr
     value = json.loads(proc.stdout)["systems"]
     assert all(1 - 2 < v["adem"] < 5 + 2 for v in value.values())
+
+
+def test_cli_search_records_every_candidate_and_keeps_the_best(encoder_dir, tmp_path):
+    data = tmp_path / "rated.jsonl"
+    with open(data, "w") as handle:
+        for r in rows_for(40):
+            handle.write(json.dumps({"id": r.id, "context": r.context, "response": r.response,
+                                     "references": r.references, "ratings": {"score": [r.score]}}) + "\n")
+    out = tmp_path / "adem"
+    proc = _cli("train", "adem", "--data", str(data), "--encoder", f"hred:{encoder_dir}", "--search",
+                "--max-epochs", "3", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    tried = json.loads(proc.stdout)["search"]
+    assert [(t["pca_dims"], t["lr"]) for t in tried] == [(7, 0.01), (7, 0.001), (50, 0.01), (50, 0.001),
+                                                          (0, 0.01), (0, 0.001)]
+    kept = Adem.load(str(out))
+    best = max(tried, key=lambda t: t["val_spearman"])
+    assert (kept.pca_dims, kept.lr) == (best["pca_dims"], best["lr"])
