@@ -327,12 +327,18 @@ def test_usr_ground_truth_is_never_a_candidate():
     assert all(r.references == [] for r in fed) and min(r.score for r in fed) >= 1
 
 
-def test_cli_trains_from_a_rated_file_and_scores(encoder_dir, tmp_path):
+def rated_file(tmp_path, n=40):
+    """`n` rated rows as the JSONL file `train adem --data` reads."""
     data = tmp_path / "rated.jsonl"
     with open(data, "w") as handle:
-        for r in rows_for(40):
+        for r in rows_for(n):
             handle.write(json.dumps({"id": r.id, "context": r.context, "response": r.response,
                                      "references": r.references, "ratings": {"score": [r.score]}}) + "\n")
+    return data
+
+
+def test_cli_trains_from_a_rated_file_and_scores(encoder_dir, tmp_path):
+    data = rated_file(tmp_path)
     out = tmp_path / "adem"
     proc = _cli("train", "adem", "--data", str(data), "--encoder", f"hred:{encoder_dir}", "--pca-dims", "4",
                 "--max-epochs", "5", "-o", str(out))
@@ -346,11 +352,7 @@ def test_cli_trains_from_a_rated_file_and_scores(encoder_dir, tmp_path):
 
 
 def test_cli_search_records_every_candidate_and_keeps_the_best(encoder_dir, tmp_path):
-    data = tmp_path / "rated.jsonl"
-    with open(data, "w") as handle:
-        for r in rows_for(40):
-            handle.write(json.dumps({"id": r.id, "context": r.context, "response": r.response,
-                                     "references": r.references, "ratings": {"score": [r.score]}}) + "\n")
+    data = rated_file(tmp_path)
     out = tmp_path / "adem"
     proc = _cli("train", "adem", "--data", str(data), "--encoder", f"hred:{encoder_dir}", "--search",
                 "--max-epochs", "3", "-o", str(out))
