@@ -259,7 +259,7 @@ class Adem(Estimator):
         unknown = set(grid) - set(self.get_params())
         if unknown:
             raise DialevalError(f"ADEM has no setting {', '.join(sorted(unknown))} to search")
-        best, tried = None, []
+        best, tried, started = None, [], time.time()
         for values in itertools.product(*grid.values()):
             chosen = dict(zip(grid, values))
             candidate = Adem(**{**self.get_params(), **chosen}).fit_vectors(C, R, H, y, lengths, val=val)
@@ -272,7 +272,7 @@ class Adem(Estimator):
         self.set_params(**{k: getattr(best, k) for k in grid})
         for name in best.fitted_attributes():
             setattr(self, name, getattr(best, name))
-        self.training_ = {**best.training_, "search": tried}
+        self.training_ = {**best.training_, "search": tried, "search_seconds": round(time.time() - started, 2)}
         return self
 
     def _oversampled(self, y: np.ndarray, lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
