@@ -20,6 +20,14 @@ def need(path: Path) -> Path:
     return path
 
 
+def flip_byte(path: Path, at: int, mask: int = 0xFF) -> None:
+    """Damage a saved file in place: XOR the byte at index `at` (negative counts from the end)
+    with `mask`, as a disk or a hand edit might; the artifact checks must then refuse it."""
+    blob = bytearray(Path(path).read_bytes())
+    blob[at] ^= mask
+    Path(path).write_bytes(bytes(blob))
+
+
 @pytest.fixture
 def golden():
     return need(GOLDEN)

@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import DATA, REPO, need  # noqa: E402
+from conftest import DATA, REPO, flip_byte, need  # noqa: E402
 from dialeval.errors import DialevalError  # noqa: E402
 from dialeval.metrics.learned.adem.data import RatedRow, split_by_context, to_unit_scale  # noqa: E402
 from dialeval.metrics.learned.adem.hred import DialogueEncoder, tokenize  # noqa: E402
@@ -278,9 +278,7 @@ def test_broken_or_foreign_folder_gives_one_line_and_exit_2(adem_dir, tmp_path, 
     else:
         shutil.copytree(adem_dir[0], path)
         if damage == "weights":
-            data = bytearray((path / "arrays.npz").read_bytes())
-            data[-10] ^= 0xFF
-            (path / "arrays.npz").write_bytes(bytes(data))
+            flip_byte(path / "arrays.npz", -10)
         else:
             (path / "config.json").unlink()
     sample = tmp_path / "s.jsonl"
@@ -295,9 +293,7 @@ def test_broken_or_foreign_folder_gives_one_line_and_exit_2(adem_dir, tmp_path, 
 def test_encoder_folder_that_changed_is_refused(encoder_dir, tmp_path):
     path = tmp_path / "enc"
     shutil.copytree(encoder_dir, path)
-    data = bytearray((path / "arrays.npz").read_bytes())
-    data[-10] ^= 0xFF
-    (path / "arrays.npz").write_bytes(bytes(data))
+    flip_byte(path / "arrays.npz", -10)
     with pytest.raises(DialevalError, match="changed since"):
         DialogueEncoder.load(path)
 

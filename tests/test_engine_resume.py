@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import flip_byte
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 METRICS = "bleu1,bleu4,rouge_l,cider_d,cider"
 
@@ -119,9 +121,7 @@ def test_resume_redoes_a_damaged_first_pass_and_shared_references_are_stored_onc
     assert systems["A"] == systems["B"] and list(systems["A"].values()) == [0]
     assert "cider-df" in next(iter(systems["A"]))
     first_pass = Path(str(out) + ".firstpass.npz")
-    damaged = bytearray(first_pass.read_bytes())
-    damaged[-100] ^= 1
-    first_pass.write_bytes(bytes(damaged))
+    flip_byte(first_pass, -100, 1)
     assert cli(*common, "-o", out, "--resume", no_first_pass=True, check=False).returncode != 0
     resumed = cli(*common, "-o", out, "--resume")
     assert "no usable first pass; reading the input for it again" in resumed.stderr

@@ -10,6 +10,8 @@ import shutil
 import numpy as np
 import pytest
 
+from conftest import flip_byte
+
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
@@ -179,9 +181,7 @@ def test_corrupted_or_changed_checkpoint_is_refused(tiny_lm, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(tiny_lm[0], copy)
     weights = copy / "model.safetensors"
-    data = bytearray(weights.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    weights.write_bytes(bytes(data))
+    flip_byte(weights, weights.stat().st_size // 2)
     with pytest.raises(DialevalError, match="changed since the artifact was saved"):
         load_lm(copy)
     weights.unlink()

@@ -11,6 +11,8 @@ import random
 import numpy as np
 import pytest
 
+from conftest import flip_byte
+
 from dialeval.errors import DialevalError
 from dialeval.metrics.mme import data as D
 from dialeval.metrics.mme.normalise import apply_range, fit_range
@@ -265,9 +267,7 @@ def test_corrupted_artifact_refused(tiny_model, tmp_path):
     copy = tmp_path / "bad"
     shutil.copytree(out, copy)
     target = copy / "fm" / "arrays.npz"
-    blob = bytearray(target.read_bytes())
-    blob[len(blob) // 2] ^= 0xFF
-    target.write_bytes(bytes(blob))
+    flip_byte(target, target.stat().st_size // 2)
     with pytest.raises(DialevalError, match="changed since the artifact was saved"):
         score(_samples(), ["mme_fm"], mme_model=str(copy))
     with pytest.raises(DialevalError, match="needs a trained model"):

@@ -12,6 +12,8 @@ import shutil
 import numpy as np
 import pytest
 
+from conftest import flip_byte
+
 from dialeval.errors import DialevalError
 
 ENCODER_METRICS = ["mme_fm", "mme_rm", "mme_em"]
@@ -169,9 +171,7 @@ def test_tampered_tuned_weights_refused(tuned, tmp_path, capsys):
     bad = tmp_path / "bad"
     shutil.copytree(out, bad)
     target = bad / "rm" / "encoder.safetensors"
-    blob = bytearray(target.read_bytes())
-    blob[len(blob) // 2] ^= 0x01
-    target.write_bytes(bytes(blob))
+    flip_byte(target, target.stat().st_size // 2, 0x01)
     assert main(["score", str(inp), "--metrics", "mme_rm", "--mme-model", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "encoder.safetensors" in err[0] and "changed since the artifact was saved" in err[0]
