@@ -1,12 +1,13 @@
 """dialeval: automatic evaluation of dialogue responses, and of the metrics themselves.
 
 `import dialeval` stays light: heavy families (embeddings, language models, learned
-evaluators) import their dependencies only when a metric of theirs is built.
+evaluators) import their dependencies only when a metric of theirs is built, and numpy itself
+comes with the first use of `Sample` or `score` (the command line decides how many BLAS threads
+numpy may start before it imports numpy; see `dialeval.models.threads`).
 """
 
 from .version import __version__
 from .errors import DialevalError, InputError
-from .data.sample import Sample
 
 __all__ = ["__version__", "DialevalError", "InputError", "Sample", "score", "list_metrics"]
 
@@ -36,6 +37,14 @@ def _share_score_doc() -> None:
 
 
 _share_score_doc()
+
+
+def __getattr__(name):
+    if name == "Sample":
+        from .data.sample import Sample
+
+        return Sample
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def list_metrics():

@@ -303,9 +303,31 @@ def _light_parser(argv: Sequence[str] | None) -> argparse.ArgumentParser | None:
     return parser
 
 
+def _runs_without_blas(argv: Sequence[str] | None) -> bool:
+    """Whether this command line is a `score` whose every metric makes no BLAS call
+    (`MetricSpec.blas`); read from the raw arguments because the answer must be known before
+    anything imports numpy. Anything unclear (another command, `all`, an unknown name) is False."""
+    from dialeval.metrics.registry import REGISTRY
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if next((a for a in argv if not a.startswith("-")), None) != "score":
+        return False
+    text = DEFAULT_METRICS
+    for i, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if len(flag) >= 6 and "--metrics".startswith(flag):  # argparse takes unique prefixes
+            text = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    return bool(names) and all(n in REGISTRY and not REGISTRY[n].blas for n in names)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
+    if _runs_without_blas(argv):
+        from dialeval.models.threads import single_blas_thread
+
+        single_blas_thread()
     parser = _light_parser(argv)
     args = extra = None
     if parser is not None:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DialevalError
 from ..options import OptionSpec, check_options, closest_hint, constructor_options
-from .base import Metric
+
+if TYPE_CHECKING:  # the registry is read before numpy is imported (see `blas`)
+    from .base import Metric
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,11 @@ class MetricSpec:
     # A metric that builds other metrics (`compose`) receives every option given, not only the
     # ones its constructor declares, so model folders reach the metrics it builds.
     passes_options: bool = False
+    # Whether scoring it may call BLAS (matrix products, SVD, torch's CPU kernels aside). A
+    # process that runs only metrics without BLAS is started with one OpenBLAS thread: numpy's
+    # worker threads otherwise spin on the second core for about 0.1 s at import, which is a
+    # fifth of a short word-overlap run's CPU time (see `dialeval.models.threads`).
+    blas: bool = True
 
     def metric_class(self) -> type:
         module_name, cls_name = self.target.split(":")
@@ -66,17 +73,17 @@ _OVERLAP = "dialeval.metrics.overlap"
 _SPECS: list[MetricSpec] = [
     *[MetricSpec(f"bleu{k}", f"{_OVERLAP}.bleu:Bleu", "overlap",
                  f"BLEU-{k}, pycocoevalcap rules (closest reference length, 1e-15/1e-9 floors)",
-                 fixed={"order": k}) for k in range(1, 5)],
+                 fixed={"order": k}, blas=False) for k in range(1, 5)],
     MetricSpec("rouge_l", f"{_OVERLAP}.rouge:RougeL", "overlap",
-               "ROUGE-L F (beta 1.2), pycocoevalcap rules"),
+               "ROUGE-L F (beta 1.2), pycocoevalcap rules", blas=False),
     MetricSpec("cider_d", f"{_OVERLAP}.cider:Cider", "overlap",
-               "CIDEr-D (pycocoevalcap `Cider`, nlg-eval's CIDEr)", fixed={"variant": "d"}),
+               "CIDEr-D (pycocoevalcap `Cider`, nlg-eval's CIDEr)", fixed={"variant": "d"}, blas=False),
     MetricSpec("cider", f"{_OVERLAP}.cider:Cider", "overlap",
                "plain CIDEr (Vedantam et al. 2015), corpus document frequencies",
-               fixed={"variant": "plain"}),
+               fixed={"variant": "plain"}, blas=False),
     MetricSpec("meteor", f"{_OVERLAP}.meteor.metric:Meteor", "overlap",
                "METEOR 1.5 as pycocoevalcap runs the jar (-l en -norm), without Java",
-               extra="meteor"),
+               extra="meteor", blas=False),
     *[MetricSpec(name, f"dialeval.metrics.embedding.nlgeval:{cls}", "embedding", desc,
                  extra="embeddings")
       for name, cls, desc in [
