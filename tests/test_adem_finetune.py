@@ -106,9 +106,14 @@ def test_validation_best_state_is_kept_and_never_below_stage_1(fitted):
     assert spearman(pred, np.array([r.score for r in part])) == pytest.approx(info["val_spearman"], abs=1e-3)
 
 
-def test_hred_cannot_be_fine_tuned():
+def test_hred_cannot_be_fine_tuned(tmp_path):
     with pytest.raises(DialevalError, match="needs the minilm encoder"):
         Adem(encoder="hred:/nowhere", finetune_layers=1).fit(rows_for())
+    proc = _cli("train", "adem", "--data", str(tmp_path / "none.jsonl"), "--encoder", "hred:/nowhere",
+                "--finetune-layers", "1", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs the minilm encoder" in lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -108,12 +108,13 @@ def cmd_train_adem(args) -> int:
     from dialeval.metrics.learned.adem.data import load_rated
     from dialeval.metrics.learned.adem.model import SEARCH_GRID, Adem
 
-    rows = [r for spec in args.data for r in load_rated(spec)]
     model = Adem(encoder=args.encoder, variant=args.variant, preset=args.preset, pca_dims=args.pca_dims,
                  gamma=args.gamma, lr=args.lr, batch_size=args.batch_size, max_epochs=args.max_epochs,
                  patience=args.patience, context_turns=args.context_turns, oversample=not args.no_oversample,
                  seed=args.seed, finetune_layers=args.finetune_layers, finetune_lr=args.finetune_lr,
                  finetune_epochs=args.finetune_epochs, finetune_minutes=args.max_minutes)
+    model._check()        # a setting error (e.g. fine-tuning hred) before the data is read
+    rows = [r for spec in args.data for r in load_rated(spec)]
     started = time.time()
     model.fit(rows, search=SEARCH_GRID if args.search else None, progress=_log)
     model.save(args.output)

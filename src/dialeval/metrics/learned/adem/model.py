@@ -64,8 +64,8 @@ class Adem(Estimator):
         lr: Adam step size for M and N (default 0.01)
         finetune_layers: 0 (default, the paper's frozen encoder) or N in 1..6: after the frozen
             fit, fine-tune the top N MiniLM layers with M and N under the ADEM loss (minilm only)
-        finetune_lr: AdamW step size of the tuned layers (default 3e-5; M, N keep `lr`)
-        finetune_epochs: passes over the (oversampled) training rows in stage 2 (default 2)
+        finetune_lr: AdamW step size of the tuned layers (default 1e-4; M, N keep `lr`)
+        finetune_epochs: passes over the (oversampled) training rows in stage 2 (default 1)
         finetune_minutes: stop stage 2 after this many minutes, keeping the best state (default: no limit)
     """
 
@@ -76,7 +76,7 @@ class Adem(Estimator):
                  gamma: float | None = None, lr: float = 0.01, batch_size: int = 16, max_epochs: int = 100,
                  patience: int = 10, val_fraction: float = 0.15, context_turns: int = 3,
                  oversample: bool = True, max_oversample: float = 10.0, seed: int = 0,
-                 finetune_layers: int = 0, finetune_lr: float = 3e-5, finetune_epochs: int = 2,
+                 finetune_layers: int = 0, finetune_lr: float = 1e-4, finetune_epochs: int = 1,
                  finetune_minutes: float | None = None):
         self.encoder = encoder
         self.variant = variant
