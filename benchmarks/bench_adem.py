@@ -578,7 +578,7 @@ def main(argv=None):
     a.set_defaults(func=cmd_main)
     a = sub.add_parser("finetune", help="ADEM (minilm) with its top MiniLM layers fine-tuned (stage 2)")
     a.add_argument("--finetune-layers", type=int, default=1)
-    a.add_argument("--finetune-lr", type=float, default=3e-5)
+    a.add_argument("--finetune-lr", type=float, default=1e-4)
     a.add_argument("--finetune-epochs", type=int, default=1)
     a.add_argument("--max-minutes", type=float, help="stage-2 time cap per fit")
     a.add_argument("--stage1-settings", help="main_timing_*.json whose recorded search results stage 1 refits")
