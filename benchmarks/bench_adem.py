@@ -537,8 +537,11 @@ def cmd_speed(args):
     out["bleu2_seconds"] = time.time() - t0
     for spec, folder in [("minilm", args.minilm_model)] + ([(f"hred", args.hred_model)] if args.hred_model else []) \
             + ([("minilm-finetuned", args.tuned_model)] if args.tuned_model else []):
-        t0 = time.time()
         metric = build_metric("adem", adem_model=folder)
+        if args.warm:   # load the model and the libraries first, on texts of another set
+            w = load_rated_set("grade-dailydialog", os.path.join(DATA, "grade"))[:4]
+            metric.compute(Batch([r.response for r in w], [r.references for r in w], [r.context for r in w]))
+        t0 = time.time()
         metric.compute(batch)
         dt = time.time() - t0
         size = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(folder) for f in files)
@@ -611,6 +614,8 @@ def main(argv=None):
     a.add_argument("--hred-model")
     a.add_argument("--n", type=int, default=200)
     a.add_argument("--tuned-model", help="a fine-tuned ADEM folder (bench_adem.py finetune), timed beside the others")
+    a.add_argument("--warm", action="store_true",
+                   help="load each model (and torch) on 4 other rows before timing, so that only encoding is timed")
     a.add_argument("--out", default="speed.json", help="file name under adem_results/ (default speed.json)")
     a.set_defaults(func=cmd_speed)
     p.add_argument("--preset", default="paper", choices=["paper", "released"],
