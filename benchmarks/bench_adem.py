@@ -7,6 +7,7 @@
     python3 benchmarks/bench_adem.py speed --minilm-model DIR [--hred-model DIR] [--n 100]
     python3 benchmarks/bench_adem.py perplexity --encoder models/hred-dd
     python3 benchmarks/bench_adem.py plot
+    python3 benchmarks/bench_adem.py --preset released --search finetune --finetune-layers 1 [--only SETTING ...]
 
 Everything is written to benchmarks/adem_results/ (CSV, markdown, PNG, JSON). Settings are the
 paper's (preset `paper`: PCA 7, L1 gamma 0.02, lr 0.01, batch 16) and are never chosen on a
@@ -256,6 +257,151 @@ def cmd_main(args):
     print(open(os.path.join(OUT, f"main_table_{LABEL}.md")).read())
 
 
+# -- fine-tuned MiniLM ADEM (stage 2) ---------------------------------------------------------
+
+IN_DOMAIN = "in-domain (pooled, test 15%)"
+
+
+def setting_splits(rows):
+    """(setting, train, validation, test) for the in-domain split and each held-out set, as `main`."""
+    from dialeval.metrics.learned.adem.data import WITH_REFERENCES, split_by_context
+
+    tr, va, te = splits(rows)
+    out = [(IN_DOMAIN, tr, va, te)]
+    for held in WITH_REFERENCES:
+        rest = [i for i, r in enumerate(rows) if r.dataset != held]
+        parts = split_by_context([rows[i] for i in rest], [0.85, 0.15], seed=0)
+        out.append((held, [rest[i] for i in parts[0]], [rest[i] for i in parts[1]],
+                    [i for i, r in enumerate(rows) if r.dataset == held]))
+    return out
+
+
+def cmd_finetune(args):
+    """ADEM (minilm) with the top N MiniLM layers fine-tuned (stage 2) beside the same stage-1
+    model, ADEM at initialisation and the baselines, on the in-domain split and each held-out
+    set. Stage 1 is `fit` (the settings search with --search); with --stage1-settings, each
+    setting's search result is refitted directly from the settings recorded in that file (the
+    search keeps exactly that candidate: same rows, same seed), and its validation Spearman is
+    checked against the recorded one. One JSON per setting in adem_results/finetune_LABEL/, so
+    a partial run keeps what finished; the table is built from every JSON present."""
+    import resource
+
+    import torch
+
+    from dialeval.meta.significance import compare
+
+    torch.set_num_threads(1)
+    label = f"{LABEL}_ft{args.finetune_layers}"
+    folder = os.path.join(OUT, f"finetune_{label}")
+    os.makedirs(folder, exist_ok=True)
+    rows = pool()
+    y = np.array([r.score for r in rows])
+    vm = Vectors(rows, "minilm")
+    has_ref = np.array([bool(r.references) for r in rows])
+    recorded = {}
+    if args.stage1_settings:
+        with open(args.stage1_settings) as handle:
+            recorded = json.load(handle)["settings (pca_dims 0: all)"]
+    for setting, train, val, test in setting_splits(rows):
+        if args.only and setting not in args.only:
+            continue
+        path = os.path.join(folder, setting.split(" ")[0] + ".json")
+        if os.path.exists(path) and not args.redo:
+            log(f"{setting}: done before ({path})")
+            continue
+        cpu0, t0 = time.process_time(), time.time()
+        chosen = recorded.get(f"{setting} | minilm")
+        if chosen:
+            m = fit("adem", vm, rows, train, val, pca_dims=chosen["pca_dims"], lr=chosen["lr"])
+            if abs(m.training_["val_spearman"] - chosen["val_spearman"]) > 1e-4:
+                raise SystemExit(f"{setting}: stage 1 validation {m.training_['val_spearman']:.4f} is not the "
+                                 f"recorded {chosen['val_spearman']}; run without --stage1-settings")
+        else:
+            m = fit("adem", vm, rows, train, val)
+        stage1_cpu = time.process_time() - cpu0
+        te = np.asarray([i for i in test if has_ref[i]])
+        scores = {"ADEM stage 1 (minilm, frozen)": predict(m, vm, te),
+                  "ADEM at init (minilm)": predict(m.at_initialisation(), vm, te)}
+        m.set_params(finetune_layers=args.finetune_layers, finetune_lr=args.finetune_lr,
+                     finetune_epochs=args.finetune_epochs, finetune_minutes=args.max_minutes)
+        cpu1, t1 = time.process_time(), time.time()
+        m.finetune_rows(rows, train, val, progress=log)
+        stage2_cpu, stage2_wall = time.process_time() - cpu1, time.time() - t1
+        sub = [rows[i] for i in te]
+        scores[f"ADEM fine-tuned top{args.finetune_layers} (minilm)"] = (
+            m.predict([r.context for r in sub], [r.references for r in sub], [r.response for r in sub])
+            if m.is_tuned() else scores["ADEM stage 1 (minilm, frozen)"])
+        b = baselines(rows, te, vm)
+        scores["sent_cosine"], scores["BLEU-2"], scores["ROUGE-L"] = b["sent_cosine"], b["bleu2"], b["rouge_l"]
+        res = {s: spearman_ci(v, y[te], args.n_boot) for s, v in scores.items()}
+        ft = f"ADEM fine-tuned top{args.finetune_layers} (minilm)"
+        best_base = max(("sent_cosine", "BLEU-2", "ROUGE-L"), key=lambda s: res[s][0])
+        tests = {}
+        for other in (best_base, "ADEM stage 1 (minilm, frozen)"):
+            c = compare(scores[ft], scores[other], y[te], method="spearman", n_boot=args.n_boot, names=(ft, other))
+            tests[other] = {"r_between": c.r_ab, "williams_t": c.williams_t, "williams_p": c.williams_p,
+                            "bootstrap_p": c.bootstrap_p}
+        info = m.training_["finetune"]
+        rec = {"setting": setting, "n": int(len(te)), "train_rows": len(train), "validation_rows": len(val),
+               "stage1": {"pca_dims": m.pca_dims, "dims": int(m.M_.shape[0]), "lr": m.lr,
+                          "val_spearman": info["val_spearman_stage1"], "cpu_s": round(stage1_cpu, 1),
+                          "from_recorded_settings": bool(chosen)},
+               "stage2": {k: v for k, v in info.items()}, "stage2_cpu_s": round(stage2_cpu, 1),
+               "stage2_wall_s": round(stage2_wall, 1), "total_wall_s": round(time.time() - t0, 1),
+               "finetune": {"layers": args.finetune_layers, "lr": args.finetune_lr, "epochs": args.finetune_epochs},
+               "spearman": {s: list(v) for s, v in res.items()}, "best_baseline": best_base, "williams": tests,
+               "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+        with open(path, "w") as handle:
+            json.dump(rec, handle, indent=1, default=float)
+        log(f"{setting}: " + ", ".join(f"{s} {v[0]:.3f}" for s, v in res.items()) +
+            f"; validation {info['val_spearman_stage1']:.4f} -> {info['val_spearman']:.4f}; stage 2 {stage2_cpu:.0f} CPU s")
+        if setting == IN_DOMAIN and args.save_dir and m.is_tuned():
+            m.record_provenance([rows[i] for i in train])
+            m.training_["benchmark"] = "bench_adem.py finetune: in-domain 70% split, seed 0"
+            m.save(os.path.join(args.save_dir, f"adem-minilm-{label}"))
+    finetune_table(folder, label)
+
+
+def finetune_table(folder, label):
+    """The markdown table of every finished setting in `folder`."""
+    from dialeval.metrics.learned.adem.data import WITH_REFERENCES
+
+    recs = {}
+    for path in glob.glob(os.path.join(folder, "*.json")):
+        with open(path) as handle:
+            rec = json.load(handle)
+        recs[rec["setting"]] = rec
+    if not recs:
+        return
+    systems = list(next(iter(recs.values()))["spearman"])
+    order = [IN_DOMAIN] + list(WITH_REFERENCES)
+    lines = ["Turn-level Spearman [95% bootstrap CI] with the (1-5 mapped) human score; stage 1 = the frozen "
+             "ADEM fit (settings searched on validation), stage 2 = top MiniLM layers fine-tuned with M, N, "
+             "early-stopped on the same validation split.\n",
+             "| setting | n | " + " | ".join(systems) + " | validation stage 1 -> 2 | stage-2 CPU s |",
+             "|---|---|" + "---|" * (len(systems) + 2)]
+    for st in [s for s in order if s in recs]:
+        rec = recs[st]
+        cells = [f"{fmt(v[0])} [{fmt(v[1], 2)}, {fmt(v[2], 2)}]" for v in rec["spearman"].values()]
+        lines.append(f"| {st} | {rec['n']} | " + " | ".join(cells) +
+                     f" | {rec['stage2']['val_spearman_stage1']:.4f} -> {rec['stage2']['val_spearman']:.4f} | "
+                     f"{rec['stage2_cpu_s']:.0f} |")
+    held = [s for s in WITH_REFERENCES if s in recs]
+    if held:
+        lines.append(f"| mean over {len(held)} of {len(WITH_REFERENCES)} held-out sets | | " +
+                     " | ".join(fmt(np.mean([recs[s]["spearman"][k][0] for s in held])) for k in systems) + " | | |")
+    lines.append("\nWilliams' test (Spearman), the fine-tuned ADEM against the best baseline and against stage 1:\n")
+    lines.append("| setting | other | r between | t | p (one-sided) | bootstrap p |\n|---|---|---|---|---|---|")
+    for st in [s for s in order if s in recs]:
+        for other, t in recs[st]["williams"].items():
+            lines.append(f"| {st} | {other} | {fmt(t['r_between'])} | {fmt(t['williams_t'], 2)} | "
+                         f"{fmt(t['williams_p'], 4)} | {fmt(t['bootstrap_p'], 4)} |")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(OUT, f"main_table_{label}.md"), "w") as handle:
+        handle.write(text)
+    print(text)
+
+
 # -- in-domain inside each set ----------------------------------------------------------------
 
 def cmd_perset(args):
@@ -389,16 +535,20 @@ def cmd_speed(args):
     t0 = time.time()
     build_metric("bleu2").compute(batch)
     out["bleu2_seconds"] = time.time() - t0
-    for spec, folder in [("minilm", args.minilm_model)] + ([(f"hred", args.hred_model)] if args.hred_model else []):
-        t0 = time.time()
+    for spec, folder in [("minilm", args.minilm_model)] + ([(f"hred", args.hred_model)] if args.hred_model else []) \
+            + ([("minilm-finetuned", args.tuned_model)] if args.tuned_model else []):
         metric = build_metric("adem", adem_model=folder)
+        if args.warm:   # load the model and the libraries first, on texts of another set
+            w = load_rated_set("grade-dailydialog", os.path.join(DATA, "grade"))[:4]
+            metric.compute(Batch([r.response for r in w], [r.references for r in w], [r.context for r in w]))
+        t0 = time.time()
         metric.compute(batch)
         dt = time.time() - t0
         size = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(folder) for f in files)
         out[spec] = {"responses": len(rows), "seconds": round(dt, 2), "responses_per_s": round(len(rows) / dt, 2),
                      "ratio_to_bleu2": round(dt / max(out["bleu2_seconds"], 1e-9), 1), "adem_folder_bytes": size}
         log(f"{spec}: {out[spec]}")
-    with open(os.path.join(OUT, "speed.json"), "w") as handle:
+    with open(os.path.join(OUT, args.out), "w") as handle:
         json.dump(out, handle, indent=1)
     print(json.dumps(out, indent=1))
 
@@ -429,6 +579,17 @@ def main(argv=None):
     a.add_argument("--n-boot", type=int, default=1000)
     a.add_argument("--save-dir", default="models", help="save the in-domain ADEM models here (adem-minilm, ...)")
     a.set_defaults(func=cmd_main)
+    a = sub.add_parser("finetune", help="ADEM (minilm) with its top MiniLM layers fine-tuned (stage 2)")
+    a.add_argument("--finetune-layers", type=int, default=1)
+    a.add_argument("--finetune-lr", type=float, default=1e-4)
+    a.add_argument("--finetune-epochs", type=int, default=1)
+    a.add_argument("--max-minutes", type=float, help="stage-2 time cap per fit")
+    a.add_argument("--stage1-settings", help="main_timing_*.json whose recorded search results stage 1 refits")
+    a.add_argument("--only", action="append", help="run only this setting (repeatable)")
+    a.add_argument("--redo", action="store_true", help="recompute settings already written")
+    a.add_argument("--n-boot", type=int, default=1000)
+    a.add_argument("--save-dir", default="models", help="save the in-domain fine-tuned model here")
+    a.set_defaults(func=cmd_finetune)
     a = sub.add_parser("perset")
     a.add_argument("--hred")
     a.add_argument("--n-boot", type=int, default=1000)
@@ -452,6 +613,10 @@ def main(argv=None):
     a.add_argument("--minilm-model", required=True)
     a.add_argument("--hred-model")
     a.add_argument("--n", type=int, default=200)
+    a.add_argument("--tuned-model", help="a fine-tuned ADEM folder (bench_adem.py finetune), timed beside the others")
+    a.add_argument("--warm", action="store_true",
+                   help="load each model (and torch) on 4 other rows before timing, so that only encoding is timed")
+    a.add_argument("--out", default="speed.json", help="file name under adem_results/ (default speed.json)")
     a.set_defaults(func=cmd_speed)
     p.add_argument("--preset", default="paper", choices=["paper", "released"],
                    help="ADEM preset for every fit (outputs are suffixed with it)")

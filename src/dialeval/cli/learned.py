@@ -63,6 +63,19 @@ def add_train_commands(train_sub) -> None:
     p.add_argument("--context-turns", type=int, default=3, help="minilm: the last k context turns, joined")
     p.add_argument("--no-oversample", action="store_true", help="no length-binned oversampling by score class")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    from dialeval.metrics.learned.adem.model import Adem
+
+    ft = Adem().get_params()
+    p.add_argument("--finetune-layers", type=int, default=ft["finetune_layers"],
+                   help="minilm only: after the frozen fit, fine-tune the top N of MiniLM's 6 layers with M and N "
+                        "under the ADEM loss, early-stopped on the same validation split (default 0: frozen, "
+                        "as the paper)")
+    p.add_argument("--finetune-lr", type=float, default=ft["finetune_lr"],
+                   help=f"step size of the tuned layers (default {ft['finetune_lr']:g}; M and N keep --lr)")
+    p.add_argument("--finetune-epochs", type=int, default=ft["finetune_epochs"],
+                   help=f"passes over the training rows when fine-tuning (default {ft['finetune_epochs']})")
+    p.add_argument("--max-minutes", type=float,
+                   help="stop fine-tuning after this many minutes, keeping the best validation state")
     p.set_defaults(func=cmd_train_adem)
 
 
@@ -95,11 +108,13 @@ def cmd_train_adem(args) -> int:
     from dialeval.metrics.learned.adem.data import load_rated
     from dialeval.metrics.learned.adem.model import SEARCH_GRID, Adem
 
-    rows = [r for spec in args.data for r in load_rated(spec)]
     model = Adem(encoder=args.encoder, variant=args.variant, preset=args.preset, pca_dims=args.pca_dims,
                  gamma=args.gamma, lr=args.lr, batch_size=args.batch_size, max_epochs=args.max_epochs,
                  patience=args.patience, context_turns=args.context_turns, oversample=not args.no_oversample,
-                 seed=args.seed)
+                 seed=args.seed, finetune_layers=args.finetune_layers, finetune_lr=args.finetune_lr,
+                 finetune_epochs=args.finetune_epochs, finetune_minutes=args.max_minutes)
+    model._check()        # a setting error (e.g. fine-tuning hred) before the data is read
+    rows = [r for spec in args.data for r in load_rated(spec)]
     started = time.time()
     model.fit(rows, search=SEARCH_GRID if args.search else None, progress=_log)
     model.save(args.output)

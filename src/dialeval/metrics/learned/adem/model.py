@@ -22,6 +22,11 @@ silently dropped the rows that did not fill a last batch; we do not).
 Variants: `adem` (both terms), `c_adem` (context term only), `r_adem` (reference term only).
 With several references the reference vector is their mean, which (the score being linear in r
 and the PCA affine) equals the mean of the single-reference scores.
+
+Fine-tuned variant (`finetune_layers` N > 0, encoder `minilm` only): after the fit above (stage
+1, with its settings search when asked), the top N MiniLM layers are trained together with M
+and N under the same loss, early-stopped on the same validation split (`finetune.py`). The
+tuned layers are stored in the folder as `encoder.safetensors` and scoring encodes with them.
 """
 
 from __future__ import annotations
@@ -48,7 +53,21 @@ PRESETS = {"paper": {"pca_dims": 7, "gamma": 0.02, "penalty": "l1"},
 
 
 class Adem(Estimator):
-    """ADEM, a scikit-learn-shaped estimator: `fit(rows)`, `predict(...)`, `save`/`load`."""
+    """ADEM, a scikit-learn-shaped estimator: `fit(rows)`, `predict(...)`, `save`/`load`.
+
+    Options:
+        encoder: minilm (frozen all-MiniLM-L6-v2), minilm:DIR or hred:DIR
+        variant: adem, c_adem (context term only) or r_adem (reference term only)
+        preset: paper (L1 on M, N, PCA 7) or released (squared L2, PCA 50)
+        pca_dims: PCA dimensions (default from the preset; 0 keeps all)
+        gamma: weight of the penalty on M, N (default 0.02)
+        lr: Adam step size for M and N (default 0.01)
+        finetune_layers: 0 (default, the paper's frozen encoder) or N in 1..6: after the frozen
+            fit, fine-tune the top N MiniLM layers with M and N under the ADEM loss (minilm only)
+        finetune_lr: AdamW step size of the tuned layers (default 1e-4; M, N keep `lr`)
+        finetune_epochs: passes over the (oversampled) training rows in stage 2 (default 1)
+        finetune_minutes: stop stage 2 after this many minutes, keeping the best state (default: no limit)
+    """
 
     kind = KIND
 
@@ -56,7 +75,9 @@ class Adem(Estimator):
                  preset: Literal["paper", "released"] = "paper", pca_dims: int | None = None,
                  gamma: float | None = None, lr: float = 0.01, batch_size: int = 16, max_epochs: int = 100,
                  patience: int = 10, val_fraction: float = 0.15, context_turns: int = 3,
-                 oversample: bool = True, max_oversample: float = 10.0, seed: int = 0):
+                 oversample: bool = True, max_oversample: float = 10.0, seed: int = 0,
+                 finetune_layers: int = 0, finetune_lr: float = 1e-4, finetune_epochs: int = 1,
+                 finetune_minutes: float | None = None):
         self.encoder = encoder
         self.variant = variant
         self.preset = preset
@@ -71,6 +92,10 @@ class Adem(Estimator):
         self.oversample = oversample
         self.max_oversample = max_oversample
         self.seed = seed
+        self.finetune_layers = finetune_layers
+        self.finetune_lr = finetune_lr
+        self.finetune_epochs = finetune_epochs
+        self.finetune_minutes = finetune_minutes
 
     # -- settings ------------------------------------------------------------------------
     def _check(self) -> None:
@@ -78,6 +103,12 @@ class Adem(Estimator):
             raise DialevalError(f"ADEM variant {self.variant!r}: choose from {', '.join(VARIANTS)}")
         if self.preset not in PRESETS:
             raise DialevalError(f"ADEM preset {self.preset!r}: choose from {', '.join(PRESETS)}")
+        if int(self.finetune_layers or 0):
+            if not str(self.encoder).startswith("minilm"):
+                raise DialevalError(f"finetune_layers needs the minilm encoder; {self.encoder} is not a "
+                                    "transformer to fine-tune (use finetune_layers=0)")
+            if not 0 <= int(self.finetune_layers) <= 6:
+                raise DialevalError(f"finetune_layers {self.finetune_layers}: MiniLM has 6 layers; choose 0..6")
 
     def n_dims(self) -> int:
         """PCA dimensions; `pca_dims=0` keeps them all (the PCA then only centres and rotates)."""
@@ -96,11 +127,24 @@ class Adem(Estimator):
         from .encoders import make_encoder
 
         enc = make_encoder(self.encoder, int(self.context_turns))
+        if getattr(self, "tuned_layers_", None) is not None:
+            enc = self._tuned_encoder(enc)
         expected = getattr(self, "encoder_fingerprint_", None)
         if expected is not None and enc.fingerprint() != expected:
             raise DialevalError(f"ADEM was trained with encoder {expected}, but {self.encoder} is now "
                                 f"{enc.fingerprint()}; retrain ADEM or restore its encoder")
         return enc
+
+    def _tuned_encoder(self, frozen):
+        """The MiniLM with this model's tuned top layers (built once per model object)."""
+        cached = getattr(self, "_tuned", None)
+        if cached is None:
+            from .finetune import TunedMiniLM, by_layer, tensors_id
+
+            cached = TunedMiniLM(by_layer(self.tuned_layers_), frozen.model_dir, frozen.fingerprint(),
+                                 tensors_id(self.tuned_layers_), int(self.context_turns))
+            self._tuned = cached
+        return cached
 
     def encode(self, contexts: Sequence[Sequence[str]], references: Sequence[Sequence[str]],
                responses: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -131,6 +175,9 @@ class Adem(Estimator):
         SEARCH_GRID), one model per combination of the listed settings is trained and the one of
         best validation Spearman is kept (see `search_vectors`)."""
         self._check()
+        for name in ("tuned_layers_", "tuned_indices_", "weights_id_", "encoder_fingerprint_"):
+            self.__dict__.pop(name, None)       # a refit starts from the frozen encoder
+        self._tuned = None
         rows = [r for r in rows if r.references or not self.needs_references()]
         if len(rows) < 10:
             raise DialevalError(f"ADEM needs at least 10 rated rows with{'' if self.needs_references() else 'out'} "
@@ -145,9 +192,70 @@ class Adem(Estimator):
         fitting = self.fit_vectors if search is None else \
             (lambda *a, **k: self.search_vectors(search, *a, **k))
         fitting(C[tr], R[tr], H[tr], y[tr], lengths[tr], val=(C[va], R[va], H[va], y[va]), progress=progress)
+        if int(self.finetune_layers or 0):
+            self.finetune_rows(rows, tr, va, progress=progress)
         self.record_provenance(rows)
         self.training_["rows_split"] = {"train": len(tr), "validation": len(va)}
         return self
+
+    def finetune_rows(self, rows: Sequence[RatedRow], train_idx: Sequence[int], val_idx: Sequence[int], *,
+                      progress: Callable[[str], None] | None = None) -> "Adem":
+        """Stage 2 (`finetune.py`) on a model fitted by `fit_vectors`/`search_vectors` on the same
+        training and validation rows: the top `finetune_layers` MiniLM layers with M and N.
+        Keeps the stage-1 model when no stage-2 state beats its validation Spearman."""
+        from .encoders import make_encoder
+        from .finetune import RowTexts, context_text, finetune_adem
+
+        self._check()
+        layers = int(self.finetune_layers or 0)
+        if layers < 1:
+            raise DialevalError("finetune_rows needs finetune_layers >= 1")
+        self.check_fitted()
+        use_r = self.variant in ("adem", "r_adem")
+        k = int(self.context_turns)
+        pick = lambda idx: [rows[i] for i in idx if rows[i].references or not use_r]   # noqa: E731
+
+        def texts(part):
+            return RowTexts([context_text(r.context, k) for r in part],
+                            [list(r.references) if use_r else [] for r in part], [r.response for r in part])
+
+        tr, va = pick(train_idx), pick(val_idx)
+        y = np.array([r.score for r in tr], dtype=np.float64)
+        lengths = np.array([len(r.response.split()) for r in tr])
+        rng = np.random.default_rng(self.seed)
+        pool = self._oversampled(y, lengths, rng) if self.oversample else np.arange(len(y))
+        deadline = time.monotonic() + 60 * float(self.finetune_minutes) if self.finetune_minutes else None
+        self.tuned_layers_ = None
+        self._tuned = None
+        info = finetune_adem(self, texts(tr), y, pool, texts(va), np.array([r.score for r in va]),
+                             layers=layers, epochs=int(self.finetune_epochs), lr=float(self.finetune_lr),
+                             model_dir=make_encoder(self.encoder, k).model_dir, deadline=deadline, say=progress)
+        tuned = self.__dict__.pop("tuned_layers_")
+        self.training_["finetune"] = info
+        return self.set_tuned_layers(tuned)
+
+    def set_tuned_layers(self, tensors: Mapping[str, Any] | None) -> "Adem":
+        """Make `tensors` (`encoder.layer.{i}.{name}` -> torch tensor, the top layers) the
+        encoder's tuned layers, or go back to the frozen encoder with None; records their
+        indices, content hash and the encoder fingerprint that scoring checks."""
+        from .encoders import make_encoder
+
+        for name in ("tuned_layers_", "tuned_indices_", "weights_id_"):
+            self.__dict__.pop(name, None)
+        self._tuned = None
+        frozen = make_encoder(self.encoder, int(self.context_turns))
+        if tensors is not None:
+            from .finetune import tensors_id
+
+            self.tuned_layers_ = dict(tensors)
+            self.tuned_indices_ = sorted({int(k.split(".")[2]) for k in tensors})
+            self.weights_id_ = tensors_id(self.tuned_layers_)
+        self.encoder_fingerprint_ = (self._tuned_encoder(frozen) if self.is_tuned() else frozen).fingerprint()
+        return self
+
+    def is_tuned(self) -> bool:
+        """Whether scoring goes through fine-tuned MiniLM layers (a stage-2 state won)."""
+        return getattr(self, "tuned_layers_", None) is not None
 
     def record_provenance(self, rows: Sequence[RatedRow]) -> None:
         """Store the per-dataset scale mapping of `rows` and the encoder's fingerprint (called by
@@ -314,6 +422,10 @@ class Adem(Estimator):
     def _predict_projected(self, c, r, h) -> np.ndarray:
         return (self._raw(c, r, h, self.M_, self.N_) - self.alpha_) / self.beta_
 
+    def _predict_with(self, C, R, H, M, N) -> np.ndarray:
+        """Scores from full-size vectors with other M, N (stage 2's validation checks)."""
+        return (self._raw(*self._project(C, R, H), M, N) - self.alpha_) / self.beta_
+
     def predict_vectors(self, C, R, H) -> np.ndarray:
         """Scores on the 1-5 scale from full-size vectors; NaN where a needed reference is missing."""
         self.check_fitted()
@@ -333,12 +445,28 @@ class Adem(Estimator):
         return other
 
     # -- persistence ---------------------------------------------------------------------
+    def _state(self):
+        """Every fitted value as the base class stores it, except the tuned layers' tensors,
+        which go to `encoder.safetensors` (their indices and content hash stay in config.json)."""
+        values, arrays = super()._state()
+        values.pop("tuned_layers_", None)
+        return values, arrays
+
     def _extra_files(self) -> dict[str, str]:
         """A VHRED encoder travels inside the ADEM folder (`encoder/`), so a model can be moved
-        or shared as one folder; its files are in ADEM's manifest too."""
+        or shared as one folder; its files are in ADEM's manifest too. Fine-tuned MiniLM layers
+        are written to `encoder.safetensors` (MME's layout: the base model's tensor names)."""
         from .encoders import parse_encoder_spec
 
         kind, path = parse_encoder_spec(self.encoder)
+        if self.is_tuned():
+            import tempfile
+
+            from ...mme.finetune import WEIGHTS_FILE, save_layers
+
+            tmp = os.path.join(tempfile.mkdtemp(prefix="dialeval-adem-"), WEIGHTS_FILE)
+            save_layers(self.tuned_layers_, tmp)
+            return {WEIGHTS_FILE: tmp}
         if kind != "hred":
             return {}
         from ....models.store import files_under
@@ -356,10 +484,29 @@ class Adem(Estimator):
             raise DialevalError(f"{directory}: ADEM arrays do not fit together (M {arrays['M_'].shape}, "
                                 f"PCA {arrays['pca_components_'].shape})")
         super()._set_state(values, arrays, directory)
+        self._tuned = None
+        if "weights_id_" in values:
+            self._load_tuned_layers(values, directory)
         bundled = os.path.join(directory, BUNDLED_ENCODER)
         if self.encoder.startswith("hred:") and os.path.isdir(bundled):
             self.encoder = f"hred:{bundled}"     # the copy saved with the model, not the training path
         self._check()
+
+    def _load_tuned_layers(self, values: Mapping[str, Any], directory: str) -> None:
+        """Read `encoder.safetensors` (already checked by the manifest) and check that its
+        tensors are the ones recorded at training (the content hash in config.json)."""
+        from ...mme.finetune import WEIGHTS_FILE, load_layers
+        from .encoders import make_encoder
+        from .finetune import tensors_id
+
+        path = os.path.join(directory, WEIGHTS_FILE)
+        if not os.path.exists(path):
+            raise DialevalError(f"{directory}: a fine-tuned ADEM without its {WEIGHTS_FILE}")
+        indices = [int(i) for i in values.get("tuned_indices_") or []]
+        layers = load_layers(path, indices, make_encoder(self.encoder, int(self.context_turns)).model_dir)
+        self.tuned_layers_ = {f"encoder.layer.{i}.{k}": v for i, d in layers.items() for k, v in d.items()}
+        if tensors_id(self.tuned_layers_) != str(values["weights_id_"]):
+            raise DialevalError(f"{directory}/{WEIGHTS_FILE}: its tensors differ from the ones recorded at training")
 
 
 def average_ranks(x: np.ndarray) -> np.ndarray:
