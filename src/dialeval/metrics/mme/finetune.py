@@ -144,25 +144,33 @@ def top_features(model, top, states: Sequence):
 
 
 # -- the tuned encoder at scoring time ---------------------------------------------------------------
+def scoring_layers(base, layers: Mapping[int, Mapping[str, "object"]]):
+    """Copies of `base`'s layers at the indices of `layers` holding their tuned weights, in
+    evaluation mode and without gradients: the top of an encoder that only scores (MME's and
+    ADEM's fine-tuned MiniLM)."""
+    import torch
+
+    top = torch.nn.ModuleList()
+    for index in sorted(layers):
+        layer = copy.deepcopy(base.encoder.layer[index])
+        layer.load_state_dict(dict(layers[index]))
+        layer.eval()
+        for p in layer.parameters():
+            p.requires_grad_(False)
+        top.append(layer)
+    return top
+
+
 class TunedEncoder:
     """The base MiniLM with its top layers replaced by tuned ones; `features()` as FrozenEncoder."""
 
     def __init__(self, layers: Mapping[int, Mapping[str, "object"]], base_dir: str | None = None,
                  weights_id: str = "", batch_size: int = 16):
-        import torch
-
         self.model_dir = base_dir or default_encoder_dir()
         tokenizer, base = _load(self.model_dir)
         self.tokenizer = tokenizer
         self.n_lower = min(layers) if layers else len(base.encoder.layer)
-        self.top = torch.nn.ModuleList()
-        for index in sorted(layers):
-            layer = copy.deepcopy(base.encoder.layer[index])
-            layer.load_state_dict(dict(layers[index]))
-            layer.eval()
-            for p in layer.parameters():
-                p.requires_grad_(False)
-            self.top.append(layer)
+        self.top = scoring_layers(base, layers)
         self.base = base
         self.weights_id = weights_id
         self.batch_size = batch_size

@@ -90,21 +90,14 @@ class TunedMiniLM:
 
     def __init__(self, layers: Mapping[int, Mapping[str, object]], model_dir: str, base_name: str,
                  weights_id: str, context_turns: int = 3, batch_size: int = 16):
-        import torch
+        from ...mme.finetune import scoring_layers
 
         self.tokenizer, self.base, n_layers = base_model(model_dir)
         self.limit = max_tokens(model_dir)
         self.n_lower = min(layers)
         if sorted(layers) != list(range(self.n_lower, n_layers)):
             raise DialevalError(f"tuned layers {sorted(layers)} are not the top layers of a {n_layers}-layer model")
-        self.top = torch.nn.ModuleList()
-        for index in sorted(layers):
-            layer = copy.deepcopy(self.base.encoder.layer[index])
-            layer.load_state_dict(dict(layers[index]))
-            layer.eval()
-            for p in layer.parameters():
-                p.requires_grad_(False)
-            self.top.append(layer)
+        self.top = scoring_layers(self.base, layers)
         self.base_name, self.weights_id = base_name, weights_id
         self.context_turns = int(context_turns)
         self.batch_size = batch_size
