@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -25,13 +27,18 @@ class DatasetSpec:
     folder: str            # the folder's name under shared/data
     description: str
     kwargs: dict[str, Any] = field(default_factory=dict)
+    builtin: bool = True   # target inside this package; a plug-in's target is an absolute module
 
     def load(self, path: str | os.PathLike, *, exclude_systems: Sequence[str] = (),
              **options: Any) -> Dataset:
         """Load from the folder; `exclude_systems` drops those systems' samples (e.g. USR's
         "Original Ground Truth", which is also the reference)."""
         module_name, func = self.target.split(":")
-        module = importlib.import_module(f"{__name__}.{module_name}")
+        try:
+            module = importlib.import_module(f"{__name__}.{module_name}" if self.builtin else module_name)
+        except ImportError as exc:
+            raise DialevalError(f"data set {self.name!r}: its loader {self.target!r} cannot be imported "
+                                f"({exc})") from None
         if not os.path.isdir(path):
             raise DialevalError(f"{path}: not a folder (give the {self.folder} data set's folder)")
         try:
@@ -104,11 +111,62 @@ _SPECS = [
     DatasetSpec("dstc9", "dstc9:load", "dstc9-interactive-flowscore",
                 "DSTC9 interactive: 2,200 dialogues, 11 systems, ~3 raters, 11 qualities"),
 ]
-DATASETS = {s.name: s for s in _SPECS}
+ENTRY_POINT_GROUP = "dialeval.datasets"
+
+
+class DatasetRegistry(Mapping[str, DatasetSpec]):
+    """The built-in loaders, then those installed packages declare in the `dialeval.datasets`
+    entry-point group (`name = "module:function"`; the function takes the folder and returns a
+    `Dataset`). Read on the first lookup the built-ins cannot answer or the first listing; a
+    plug-in never replaces a built-in name (it is skipped with a warning)."""
+
+    def __init__(self, specs: list[DatasetSpec], group: str = ENTRY_POINT_GROUP):
+        self._specs = {s.name: s for s in specs}
+        self._group = group
+        self._plugins_read = False
+
+    def _read_plugins(self) -> None:
+        if self._plugins_read:
+            return
+        self._plugins_read = True
+        from importlib.metadata import entry_points
+
+        for ep in sorted(entry_points(group=self._group), key=lambda e: e.name):
+            if ep.name in self._specs or ":" not in ep.value:
+                warnings.warn(f"plug-in data set {ep.name!r} ({ep.value}) ignored: "
+                              + ("a data set of that name exists" if ep.name in self._specs
+                                 else "the entry point is not 'module:function'"), stacklevel=2)
+                continue
+            dist = getattr(ep, "dist", None)
+            origin = f"{dist.name} {dist.version}" if dist is not None else ep.value
+            self._specs[ep.name] = DatasetSpec(ep.name, ep.value, ep.name,
+                                               f"plug-in data set from {origin}", builtin=False)
+
+    def __getitem__(self, name: str) -> DatasetSpec:
+        if name not in self._specs:
+            self._read_plugins()
+        return self._specs[name]
+
+    def __contains__(self, name: object) -> bool:
+        if name in self._specs:
+            return True
+        self._read_plugins()
+        return name in self._specs
+
+    def __iter__(self) -> Iterator[str]:
+        self._read_plugins()
+        return iter(list(self._specs))
+
+    def __len__(self) -> int:
+        self._read_plugins()
+        return len(self._specs)
+
+
+DATASETS = DatasetRegistry(_SPECS)
 
 
 def list_datasets() -> list[DatasetSpec]:
-    return list(_SPECS)
+    return list(DATASETS.values())
 
 
 def get_spec(name: str) -> DatasetSpec:
