@@ -38,6 +38,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ...models.estimator import Estimator
+from ..rowwise import filled
 from .data import content_words, context_text, pairs_of
 from .heads import EarlyStopping
 from .normalise import apply_range, fit_range
@@ -324,7 +325,11 @@ class TopicCoherenceModel(Estimator):
         v = graphs.vectors[ids].mean(0)
         return v / max(float(np.linalg.norm(v)), 1e-9)
 
-    def raw(self, contexts: Sequence[Sequence[str]], responses: Sequence[str], batch_size: int = 256) -> np.ndarray:
+    def raw(self, contexts: Sequence[Sequence[str]], responses: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Sigmoid outputs, every network call on exactly `batch_size` graphs (a short chunk is
+        filled with copies of its first graph): torch's CPU kernels round a batch of one graph
+        differently from the same graph among many (3e-7 seen), so without the fixed shape a
+        value would depend on how many samples its shard holds."""
         import torch
 
         from .encoder import torch_threads
@@ -336,10 +341,13 @@ class TopicCoherenceModel(Estimator):
         out = []
         with torch.inference_mode():
             for s in range(0, len(responses), batch_size):
-                nodes, edges, mask, side, stats = graphs.build(contexts[s:s + batch_size], responses[s:s + batch_size])
+                rows = filled(list(range(s, min(s + batch_size, len(responses)))), batch_size)
+                nodes, edges, mask, side, stats = graphs.build([contexts[i] for i in rows],
+                                                               [responses[i] for i in rows])
                 logits = self.net_(torch.from_numpy(nodes), torch.from_numpy(edges), torch.from_numpy(mask),
                                    torch.from_numpy(side).long(), torch.from_numpy(stats))
-                out.append(torch.sigmoid(logits).numpy().astype(np.float64))
+                kept = min(batch_size, len(responses) - s)
+                out.append(torch.sigmoid(logits).numpy().astype(np.float64)[:kept])
         return np.concatenate(out) if out else np.zeros(0)
 
     def normalise(self, raw: np.ndarray) -> np.ndarray:
