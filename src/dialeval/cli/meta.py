@@ -66,7 +66,9 @@ def _print_result(args, correlations: list[dict], comparisons: list[dict], extra
         print(json.dumps(json_value({**extra, "correlations": correlations,
                                      "comparisons": comparisons}), ensure_ascii=False))
         return
-    lead = {"csv": "# ", "latex": "% "}.get(args.table_format, "")   # comment lines there
+    from dialeval.report.tables import comment_lead
+
+    lead = comment_lead(args.table_format)   # comment lines in CSV and LaTeX
     print(_correlation_table(correlations, args.table_format))
     if comparisons:
         print()
@@ -330,14 +332,17 @@ def cmd_agreement(args) -> int:
         return 0
     from dialeval.report.tables import agreement_table
 
+    from dialeval.report.tables import comment_lead
+
+    lead = comment_lead(args.table_format)
     print(agreement_table(rows, args.table_format))
     print()
-    print(f"{dataset.info.name}: split-half and leave-one-out are {args.method} correlations; "
+    print(f"{lead}{dataset.info.name}: split-half and leave-one-out are {args.method} correlations; "
           f"split-half over {args.n_rep} random splits (seed {args.seed}); kappas are means "
           "over rater pairs (a rater = a column of the data set's rating lists)")
     for r in rows:
         if r["dropped_raters"]:
-            print(f"{r['quality']}: dropped rater columns {r['dropped_raters']} "
+            print(f"{lead}{r['quality']}: dropped rater columns {r['dropped_raters']} "
                   f"(mean pairwise kappa < {args.drop_below})")
     return 0
 
@@ -419,12 +424,18 @@ def _stats_arguments(p, *, compare_default: bool) -> None:
 
 
 def add_table_format(p, *, alias: bool = True) -> None:
-    """`--table-format` (and `--format`, where that name is free) for a table-printing command."""
+    """`--table-format`, the one name every table-printing command gives this option (`score`'s
+    `--format` names its input format). `--format`, the older name of the other commands, still
+    works where that name is free, unlisted, so that scripts written for it keep running."""
+    import argparse
+
     from dialeval.report.tables import TABLE_FORMATS
 
-    names = ["--table-format", "--format"] if alias else ["--table-format"]
-    p.add_argument(*names, dest="table_format", default="plain", choices=TABLE_FORMATS,
+    p.add_argument("--table-format", dest="table_format", default="plain", choices=TABLE_FORMATS,
                    help="table format: plain, markdown, latex (a booktabs tabular) or csv")
+    if alias:
+        p.add_argument("--format", dest="table_format", default=argparse.SUPPRESS,
+                       choices=TABLE_FORMATS, help=argparse.SUPPRESS)
 
 
 def count(minimum: int):
