@@ -200,15 +200,11 @@ def _check_scored(result, dataset) -> None:
 
 
 def cmd_evaluate(args) -> int:
-    from dialeval.data.datasets import load_dataset
     from dialeval.data.writers import write_jsonl
-    from dialeval.meta.evaluate import evaluate_scored
+    from dialeval.meta.evaluate import evaluate_scored, load_rated
     from dialeval.scoring import score
 
-    kwargs = {}
-    if args.exclude_system:
-        kwargs["exclude_systems"] = tuple(args.exclude_system)
-    dataset = load_dataset(args.dataset, args.path, **kwargs)
+    dataset = load_rated(args.dataset, args.path, exclude_systems=args.exclude_system or ())
     if dataset.reference_systems and not args.keep_reference_systems:
         print(f"dialeval: leaving out {', '.join(map(repr, dataset.reference_systems))}: its "
               "response is the reference (--keep-reference-systems keeps it)", file=sys.stderr)
@@ -300,12 +296,11 @@ def _evaluation_report(args, ev) -> None:
 def cmd_agreement(args) -> int:
     import numpy as np
 
-    from dialeval.data.datasets import load_dataset
     from dialeval.data.writers import json_value
     from dialeval.meta.agreement import agreement, ratings_matrix
+    from dialeval.meta.evaluate import load_rated
 
-    kwargs = {"exclude_systems": tuple(args.exclude_system)} if args.exclude_system else {}
-    dataset = load_dataset(args.dataset, args.path, **kwargs)
+    dataset = load_rated(args.dataset, args.path, exclude_systems=args.exclude_system or ())
     qualities = _names(args.qualities) or list(dataset.info.qualities)
     unknown = [q for q in qualities if q not in dataset.info.qualities]
     if unknown:
@@ -472,9 +467,11 @@ def add_commands(sub) -> None:
     _stats_arguments(p, compare_default=True)
     p.set_defaults(func=cmd_correlate)
 
-    p = sub.add_parser("evaluate", help="load a public data set, score it, correlate every quality")
-    p.add_argument("dataset", help="data set name (`dialeval datasets` lists them)")
-    p.add_argument("path", help="the data set's folder")
+    p = sub.add_parser("evaluate", help="score a public data set or your own rated file, "
+                       "correlate every quality")
+    p.add_argument("dataset", help="data set name (`dialeval datasets` lists them), or a rated "
+                   "JSONL/JSON/CSV/TSV file (`ratings`, or `rating:<quality>` columns)")
+    p.add_argument("path", nargs="?", help="the data set's folder (none for a rated file)")
     p.add_argument("--metrics", default="bleu4,rouge_l,cider_d", help="comma-separated metrics")
     p.add_argument("--qualities", help="comma-separated subset of the data set's qualities")
     p.add_argument("--level", default=None, help="turn, dialogue, system or all "
@@ -499,9 +496,11 @@ def add_commands(sub) -> None:
     _stats_arguments(p, compare_default=False)
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("agreement", help="human agreement per quality of a public data set")
-    p.add_argument("dataset", help="data set name (`dialeval datasets` lists them)")
-    p.add_argument("path", help="the data set's folder")
+    p = sub.add_parser("agreement", help="human agreement per quality of a public data set or "
+                       "of your own rated file")
+    p.add_argument("dataset", help="data set name (`dialeval datasets` lists them), or a rated "
+                   "JSONL/JSON/CSV/TSV file (a rater is a position in each rating list)")
+    p.add_argument("path", nargs="?", help="the data set's folder (none for a rated file)")
     p.add_argument("--qualities", help="comma-separated subset of the data set's qualities")
     p.add_argument("--method", default="spearman", choices=["pearson", "spearman", "kendall"],
                    help="correlation for split-half and leave-one-out (default spearman)")

@@ -43,6 +43,40 @@ def read_scores(path: str | os.PathLike) -> list[dict]:
     return rows
 
 
+def load_rated(name_or_file: str, path: str | os.PathLike | None = None, *,
+               exclude_systems: Sequence[str] = ()):
+    """What `evaluate` and `agreement` judge: a public data set (a loader name and its folder),
+    or the user's own rated JSONL / JSON / CSV / TSV file, read by the reader every command
+    uses (`ratings` objects, or `rating:<quality>` columns; a rater is a position in the lists).
+    A file's qualities are the ones it rates; its level is turn (`--level` asks for more)."""
+    from ..data.datasets import DATASETS, load_dataset
+    from ..data.datasets.base import Dataset
+    from ..data.readers import read_samples
+    from ..data.sample import DatasetInfo
+
+    if path is not None or name_or_file in DATASETS:
+        if path is None:
+            raise DialevalError(f"{name_or_file}: give the data set's folder too "
+                                f"(dialeval evaluate {name_or_file} FOLDER)")
+        kwargs = {"exclude_systems": tuple(exclude_systems)} if exclude_systems else {}
+        return load_dataset(name_or_file, path, **kwargs)
+    if not os.path.isfile(name_or_file):
+        raise DialevalError(f"{name_or_file}: neither a data set loader name (`dialeval datasets` "
+                            "lists them) nor a rated JSONL/JSON/CSV/TSV file")
+    excluded = set(exclude_systems or ())
+    samples = [s for s in read_samples(name_or_file) if s.system not in excluded]
+    if not samples:
+        raise DialevalError(f"{name_or_file}: no samples left")
+    qualities = list(dict.fromkeys(q for s in samples for q in s.ratings))
+    if not qualities:
+        raise InputError("no human ratings (a `ratings` object per row, or `rating:<quality>` "
+                         "columns)", path=os.fspath(name_or_file))
+    info = DatasetInfo(name=os.path.basename(os.fspath(name_or_file)),
+                       qualities={q: "rated in the file" for q in qualities}, level="turn",
+                       description=f"rated file {os.fspath(name_or_file)}")
+    return Dataset(info, samples)
+
+
 def _human(ratings: dict, quality: str) -> float:
     values = ratings.get(quality)
     if values is None:
@@ -226,5 +260,5 @@ def evaluate_scored(dataset, result, *, qualities: Sequence[str] | None = None,
     return out
 
 
-__all__ = ["Evaluation", "evaluate_dataset", "evaluate_scored", "read_scores", "columns", "correlation_rows", "comparison_rows", "system_level_rows",
+__all__ = ["Evaluation", "load_rated", "evaluate_dataset", "evaluate_scored", "read_scores", "columns", "correlation_rows", "comparison_rows", "system_level_rows",
            "level_points", "levels_available"]
