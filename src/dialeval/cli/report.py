@@ -52,6 +52,8 @@ def write_html_report(path: str, rows: list[dict], *, signatures=None, inputs=No
                           title=title or "dialeval report", baseline=baseline, test=test,
                           n_resamples=n_resamples, seed=seed, n_boot=n_boot,
                           comparison=comparison, pair_by=pair_by)
+    for remark in report["remarks"]:
+        print(f"dialeval: note: {remark}", file=sys.stderr)
     for warning in report["warnings"]:
         print(f"dialeval: warning: {warning}", file=sys.stderr)
     write_report(path, report)
@@ -149,7 +151,10 @@ def cmd_compare(args) -> int:
 
 
 def _shout(cmp) -> None:
-    """Pairing that lost items is said on stderr too, where a user piping the table sees it."""
+    """Pairing that lost items is said on stderr too, where a user piping the table sees it (and
+    statistics recomputed from the rows, more quietly)."""
+    for remark in cmp.remarks:
+        print(f"dialeval: note: {remark}", file=sys.stderr)
     for warning in cmp.warnings:
         print(f"dialeval: warning: {warning}", file=sys.stderr)
 
@@ -177,7 +182,8 @@ def add_commands(sub) -> None:
     from .meta import add_table_format
 
     def common(p, *, table: bool) -> None:
-        p.add_argument("scores", help="per-sample JSONL from `dialeval score --with-stats -o`")
+        p.add_argument("scores", help="per-sample JSONL from `dialeval score -o` or `evaluate -o` "
+                       "(with --with-stats the statistics rows are read, not recomputed)")
         p.add_argument("--metrics", help="comma-separated subset of the file's metrics")
         p.add_argument("--human", action="append",
                        help="rated quality to compare like a metric (repeatable or comma-separated)")

@@ -290,9 +290,44 @@ def stats_measure(name: str, rows_stats: Sequence[Sequence[float] | None], metri
     return Measure(name, stats, corpus_reducer(metric), "corpus-stats", signature)
 
 
+def recompute_stats(rows: Sequence[dict], name: str, metric, signature: str | None
+                    ) -> np.ndarray | None:
+    """The statistics rows of `metric` recomputed from the rows' response and references (a
+    plain `score -o` / `evaluate -o` file has no `stats`), or None when the rows lack the texts.
+
+    The metric is built with its default options; that it is the metric that made the file is
+    checked: the recorded signature (when the file has one) must be its signature, and the
+    recomputed sentence scores must be the file's, else the file was scored another way and
+    only `--with-stats` can say how."""
+    from ..metrics.base import Batch
+
+    if not all(isinstance(r.get("response"), str) and isinstance(r.get("references"), list)
+               for r in rows):
+        return None
+    if signature and signature != str(metric.signature()):
+        raise DialevalError(f"{name}: the scores file has no statistics rows and was scored as "
+                            f"{signature!r}, not with the defaults ({metric.signature()}); write "
+                            "it with `dialeval score --with-stats -o FILE`")
+    out = metric.compute(Batch([r["response"] for r in rows], [r["references"] for r in rows]))
+    given = np.array([_float(r["scores"][name]) for r in rows])
+    got = np.asarray(out.sentence, dtype=float)
+    bad = np.flatnonzero(~((np.isnan(given) & np.isnan(got)) | (np.abs(given - got) <= 1e-9)))
+    if bad.size:
+        i = int(bad[0])
+        where = f"line {rows[i]['_line']}" if "_line" in rows[i] else f"row {i + 1}"
+        raise DialevalError(f"{name}: the scores file has no statistics rows, and recomputing "
+                            f"them with the default options does not give its scores ({where}: "
+                            f"{given[i]!r} in the file, {got[i]!r} recomputed): it was scored "
+                            "with other options; write it with `dialeval score --with-stats -o FILE`")
+    return np.asarray(out.stats, dtype=float)
+
+
 def measures_from_rows(rows: Sequence[dict], metrics: Sequence[str] | None = None,
-                       signatures: dict[str, str] | None = None) -> dict[str, Measure]:
-    """A Measure per metric of score rows; metrics with `stats` reduce them (corpus BLEU)."""
+                       signatures: dict[str, str] | None = None,
+                       notes: list[str] | None = None) -> dict[str, Measure]:
+    """A Measure per metric of score rows; metrics with `stats` reduce them (corpus BLEU).
+    Where the rows have no statistics rows but their response and references, the statistics
+    are recomputed (`recompute_stats`), with a line in `notes`."""
     from ..metrics.registry import build_metric
 
     if metrics is None:
@@ -313,6 +348,14 @@ def measures_from_rows(rows: Sequence[dict], metrics: Sequence[str] | None = Non
         elif (metric is not None and metric.corpus_from_summed_stats
               and "refs:max" not in signatures.get(m, "") and "refs:mean" not in signatures.get(m, "")
               and not any("stats" in r for r in rows)):
+            stats = recompute_stats(rows, m, metric, signatures.get(m))
+            if stats is not None:
+                out[m] = stats_measure(m, list(stats), metric, signatures.get(m) or str(metric.signature()))
+                if notes is not None:
+                    notes.append(f"{m}: the file has no statistics rows; recomputed from its "
+                                 "responses and references with the default options (they give "
+                                 "the file's sentence scores)")
+                continue
             raise DialevalError(
                 f"{m}: its corpus score comes from summed statistics, which the scores file lacks; "
                 "write it with `dialeval score --with-stats -o FILE` (or leave it out with --metrics)")
@@ -397,6 +440,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     pair_by: str = "context"
     warnings: list[str] = field(default_factory=list)     # notes a CLI also shouts on stderr
+    remarks: list[str] = field(default_factory=list)      # notes a CLI also says on stderr
 
     @property
     def signature(self) -> str:
@@ -440,9 +484,10 @@ def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = Non
     if baseline is not None and baseline not in systems:
         raise DialevalError(f"--baseline {baseline!r} is not a system of the file "
                             f"(systems: {', '.join(systems[:10])}{' ...' if len(systems) > 10 else ''})")
+    recompute_notes: list[str] = []
     if measures is None:
         signatures = {**row_signatures(rows), **(signatures or {})}
-        measures = measures_from_rows(rows, metrics, signatures)
+        measures = measures_from_rows(rows, metrics, signatures, notes=recompute_notes)
     measures = dict(measures)
     metric_names = list(measures)
     human_names = []
@@ -468,7 +513,8 @@ def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = Non
     aligned = all(len(ks) == len(common) for ks in key_sets)
     order = [k for k in global_order if k in common]
     cmp = Comparison(test=test, n_resamples=n_resamples, seed=seed, baseline=baseline,
-                     systems=systems, pair_by=pair_by)
+                     systems=systems, pair_by=pair_by, notes=list(recompute_notes),
+                     remarks=list(recompute_notes))
     cmp.measures = {m: {"kind": measures[m].kind, "signature": measures[m].signature}
                     for m in measures}
     idx_of = {s: np.array([index[s][k] for k in order], dtype=np.int64) for s in systems}

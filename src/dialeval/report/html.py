@@ -240,6 +240,7 @@ def build_report(rows: Sequence[dict], *, qualities: Sequence[str] | None = None
         "measures": [{"name": m, "kind": cmp["measures"][m]["kind"]} for m in metric_names + human_names],
         "system_rows": system_rows, "notes": cmp["notes"],
         "warnings": list(getattr(comparison, "warnings", [])),
+        "remarks": list(getattr(comparison, "remarks", [])),
         "correlations": corr_rows, "heatmap_svg": heatmap_svg, "scatter": scatter,
         "agreement": agreement_rows, "disagreements": disagreements,
         "n_rows": len(rows), "n_systems": len(systems),
