@@ -49,17 +49,16 @@ def default_qualities(rows: Sequence[dict]) -> list[str]:
 
 
 def _levels(rows: Sequence[dict]) -> list[str]:
-    """Per-item levels for correlations: turn, and dialogue when dialogue ids group the turns of
-    one system (a shared context answered by several systems is not a dialogue)."""
+    """Per-item levels for correlations: turn, and dialogue when every row has a dialogue id and
+    some system has several turns in one dialogue (a dialogue point is one system's turns in one
+    dialogue: systems answering the same dialogue are separate points)."""
     from ..meta.evaluate import DIALOGUE_ID
 
     levels = ["turn"]
     ids = [(r.get("meta") or {}).get(DIALOGUE_ID) for r in rows]
     if all(i is not None for i in ids):
-        owner: dict = {}
-        for i, r in zip(ids, rows):
-            owner.setdefault(i, set()).add(r.get("system"))
-        if all(len(v) == 1 for v in owner.values()) and len(owner) < len(rows):
+        groups = {(r.get("system"), i) for i, r in zip(ids, rows)}
+        if len(groups) < len(rows):
             levels.append("dialogue")
     return levels
 
