@@ -329,6 +329,14 @@ def test_compose_over_cider_d_shards_exactly(tmp_path):
     small = dialeval.score(samples, COMPOSE, compose_model=str(tmp_path / "crs"), chunk_size=10)
     np.testing.assert_array_equal(small.sentence["compose"], whole.sentence["compose"])
     assert abs(small.corpus["compose"] - whole.corpus["compose"]) <= 1e-12
+    # --resume restores the forwarded pass from the checkpoint's arrays
+    from dialeval.engine.checkpoint import load_first_pass, save_first_pass
+
+    corpus = merge_first_pass(plan, first_pass_shard(plan, samples[:17]), first_pass_shard(plan, samples[17:]))
+    record = save_first_pass(str(tmp_path / "pass.npz"), plan, corpus)
+    restored = load_first_pass(str(tmp_path / "pass.npz"), plan, record)
+    np.testing.assert_array_equal(score_shard(plan, samples[:9], restored).sentence["compose"],
+                                  score_shard(plan, samples[:9], corpus).sentence["compose"])
 
 
 def test_chunk_size_and_backend_do_not_change_dialeval_score():
