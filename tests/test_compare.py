@@ -118,11 +118,16 @@ def test_approximate_randomization():
 
 
 def test_corpus_bleu_needs_statistics_rows(scored):
+    """Without statistics rows, corpus BLEU is recomputed from the rows' texts (issue 21 item
+    11, tests/test_compare_plain_rows.py); rows without their texts still need --with-stats."""
     _, rows = scored
-    bare = [{k: v for k, v in r.items() if k != "stats"} for r in rows]
+    bare = [{k: v for k, v in r.items() if k not in ("stats", "response")} for r in rows]
     with pytest.raises(DialevalError, match="--with-stats"):
         C.compare_systems(bare)
     assert C.compare_systems(bare, metrics=["rouge_l"], n_resamples=50).rows
+    no_stats = [{k: v for k, v in r.items() if k != "stats"} for r in rows]
+    assert [r["score"] for r in C.compare_systems(no_stats, n_resamples=50).rows] == \
+        [r["score"] for r in C.compare_systems(rows, n_resamples=50).rows]
 
 
 def test_compare_cli(tmp_path, capsys):

@@ -136,10 +136,12 @@ def cmd_score(args) -> int:
     if args.json:
         print(json.dumps(result.summary(), ensure_ascii=False))
     else:
+        from dialeval.report.tables import comment_lead
+
         print(system_table(result, args.table_format))
         print()
-        for m in result.metrics:
-            print(f"{m}: {result.signatures[m]}")
+        for m in result.metrics:   # comment lines in CSV (`# `) and LaTeX (`% `)
+            print(f"{comment_lead(args.table_format)}{m}: {result.signatures[m]}")
     return 0
 
 

@@ -66,7 +66,9 @@ def _print_result(args, correlations: list[dict], comparisons: list[dict], extra
         print(json.dumps(json_value({**extra, "correlations": correlations,
                                      "comparisons": comparisons}), ensure_ascii=False))
         return
-    lead = {"csv": "# ", "latex": "% "}.get(args.table_format, "")   # comment lines there
+    from dialeval.report.tables import comment_lead
+
+    lead = comment_lead(args.table_format)   # comment lines in CSV and LaTeX
     print(_correlation_table(correlations, args.table_format))
     if comparisons:
         print()
@@ -77,13 +79,14 @@ def _print_result(args, correlations: list[dict], comparisons: list[dict], extra
         print(f"{lead}CI: percentile bootstrap, {correlations[0]['n_boot']} resamples, seed {args.seed}")
 
 
-def _analyse(args, rows: list[dict], quality: str, levels: list[str], metrics=None):
+def _analyse(args, rows: list[dict], quality: str, levels: list[str], metrics=None,
+             measures=None):
     from dialeval.meta.evaluate import columns, comparison_rows, correlation_rows
 
     values, human, dialogues, systems = columns(rows, quality, metrics)
     corr = correlation_rows(values, human, quality=quality, levels=levels,
                             methods=_methods(args.method), dialogues=dialogues, systems=systems,
-                            n_boot=args.n_boot, seed=args.seed, warn=_warn)
+                            n_boot=args.n_boot, seed=args.seed, warn=_warn, measures=measures)
     comps = []
     if args.compare and len(values) > 1:
         # The comparison uses --compare-method, else the first --method, so that
@@ -92,8 +95,64 @@ def _analyse(args, rows: list[dict], quality: str, levels: list[str], metrics=No
         for level in levels:
             comps += comparison_rows(values, human, quality=quality, level=level,
                                      method=compare_method, dialogues=dialogues,
-                                     systems=systems, n_boot=args.n_boot, seed=args.seed)
+                                     systems=systems, n_boot=args.n_boot, seed=args.seed,
+                                     measures=measures)
     return values, human, corr, comps
+
+
+def _system_measures(rows: list[dict], metrics: list[str] | None) -> dict:
+    """The system level's definition of a system's score: its corpus score (`compare`'s
+    Measures; a plain `score -o` file's statistics rows are recomputed, with a note)."""
+    from dialeval.meta.systems import measures_from_rows, row_signatures
+
+    notes: list[str] = []
+    measures = measures_from_rows(rows, metrics, row_signatures(rows), notes=notes)
+    for note in notes:
+        print(f"dialeval: note: {note}", file=sys.stderr)
+    return measures
+
+
+def _level_notes(rows: list[dict], levels: list[str], values: dict, human, measures) -> dict:
+    """What the dialogue and system levels' points are, in words and (system level) numbers."""
+    from dialeval.meta.evaluate import DIALOGUE_ID
+
+    out: dict = {}
+    if "dialogue" in levels:
+        owners: dict = {}
+        for r in rows:
+            owners.setdefault((r.get("meta") or {}).get(DIALOGUE_ID), set()).add(r.get("system"))
+        shared = sum(1 for v in owners.values() if len(v) > 1)
+        out["dialogue_level"] = (
+            "dialogue level: one point per (system, dialogue_id) pair, the mean of that system's "
+            "turns in the dialogue; systems sharing a dialogue_id are never averaged together"
+            + (f" ({shared} of {len(owners)} dialogue ids are answered by several systems: one "
+               "point per system)" if shared else ""))
+    if "system" in levels and measures:
+        from dialeval.meta.system_level import DEFINITION, system_points
+
+        names = list(values)
+        systems = [r.get("system") for r in rows]
+        who, x, y = system_points([measures[m] for m in names], human, systems)
+        out["system_level"] = DEFINITION
+        out["system_points"] = {s: {**{m: float(x[k][j]) for k, m in enumerate(names)},
+                                    "human": float(y[j])} for j, s in enumerate(who)}
+    return out
+
+
+def _print_levels(args, extra: dict) -> None:
+    if args.json:
+        return
+    from dialeval.report.tables import comment_lead, format_table
+
+    lead = comment_lead(args.table_format)
+    if "dialogue_level" in extra:
+        print(f"{lead}{extra['dialogue_level']}")
+    if "system_points" in extra:
+        print(f"{lead}{extra['system_level']}; the points:")
+        points = extra["system_points"]
+        names = list(next(iter(points.values()))) if points else []
+        print(format_table(["system"] + names, [[s] + [v[m] for m in names] for s, v in points.items()],
+                           fmt=args.table_format))
 
 
 def cmd_correlate(args) -> int:
@@ -108,20 +167,24 @@ def cmd_correlate(args) -> int:
         if missing:
             raise DialevalError(f"{args.scores} has no scores for {', '.join(missing)}; "
                                 f"it has {', '.join(present) or 'none'}")
-    values, human, corr, comps = _analyse(args, rows, args.human, levels, wanted)
+    measures = _system_measures(rows, wanted) if "system" in levels else None
+    values, human, corr, comps = _analyse(args, rows, args.human, levels, wanted, measures)
+    described = _level_notes(rows, levels, values, human, measures)
     plots = []
     if args.plot:
-        plots = _correlate_plots(args, rows, values, human, levels)
-    _print_result(args, corr, comps, {"input": args.scores, "quality": args.human,
+        plots = _correlate_plots(args, rows, values, human, levels, described.get("system_points"))
+    _print_result(args, corr, comps, {"input": args.scores, "quality": args.human, **described,
                                       **({"plots": plots} if plots else {})})
+    _print_levels(args, described)
     if plots and not args.json:
         print(f"plots: {', '.join(plots)}", file=sys.stderr)
     return 0
 
 
-def _correlate_plots(args, rows, values, human, levels) -> list[str]:
-    """Turn-level scatters for `turn`; for `dialogue` and `system`, one point per dialogue /
-    system: the means of its metric and human scores (the points that level correlates)."""
+def _correlate_plots(args, rows, values, human, levels, system_points=None) -> list[str]:
+    """Turn-level scatters for `turn`; for `dialogue`, one point per (system, dialogue): the
+    means of its metric and human scores; for `system`, each system's corpus score against its
+    human mean (the points those levels correlate)."""
     from dialeval.meta.correlation import group_means
     from dialeval.meta.matrix import correlation_matrix
     from dialeval.report.plots import heatmap, scatter_plots, system_scatter_plots
@@ -137,26 +200,14 @@ def _correlate_plots(args, rows, values, human, levels) -> list[str]:
         dialogues = [(r.get("meta") or {}).get("dialogue_id") for r in rows]
         for metric, x in values.items():
             ok = np.isfinite(x) & np.isfinite(human)
-            keys = [d for d, good in zip(dialogues, ok) if good]
+            keys = [(s, d) for s, d, good in zip(systems, dialogues, ok) if good]
             names, means = group_means(np.stack([x[ok], human[ok]]), keys)
-            owners: dict = {}
-            for d, s in zip(dialogues, systems):
-                owners.setdefault(d, set()).add(s)
-            # colour by system only where each dialogue is one system's
-            single = all(len(v) == 1 and None not in v for v in owners.values())
-            colour = [next(iter(owners[d])) for d in names] if single else None
+            colour = [s for s, _ in names] if all(s is not None for s, _ in names) else None
             plots += scatter_plots({metric: means[0]}, means[1], args.plot, quality=args.human,
                                    seed=args.seed, level="dialogue", jitter=0.0, systems=colour)
-    if "system" in levels:
-        sys_values: dict = {}
-        sys_human: dict = {}
-        for metric, x in values.items():
-            ok = np.isfinite(x) & np.isfinite(human)
-            keys = [s for s, good in zip(systems, ok) if good]
-            names, means = group_means(np.stack([x[ok], human[ok]]), keys)
-            for s, mx, mh in zip(names, means[0], means[1]):
-                sys_values.setdefault(s, {})[metric] = float(mx)
-                sys_human[s] = float(mh)
+    if "system" in levels and system_points:
+        sys_values = {s: {m: v[m] for m in values} for s, v in system_points.items()}
+        sys_human = {s: v["human"] for s, v in system_points.items()}
         plots += system_scatter_plots(sys_values, sys_human, args.plot, quality=args.human)
     if len(values) > 1:
         plots.append(heatmap(correlation_matrix(values, "spearman"), list(values),
@@ -198,15 +249,11 @@ def _check_scored(result, dataset) -> None:
 
 
 def cmd_evaluate(args) -> int:
-    from dialeval.data.datasets import load_dataset
     from dialeval.data.writers import write_jsonl
-    from dialeval.meta.evaluate import evaluate_scored
+    from dialeval.meta.evaluate import evaluate_scored, load_rated
     from dialeval.scoring import score
 
-    kwargs = {}
-    if args.exclude_system:
-        kwargs["exclude_systems"] = tuple(args.exclude_system)
-    dataset = load_dataset(args.dataset, args.path, **kwargs)
+    dataset = load_rated(args.dataset, args.path, exclude_systems=args.exclude_system or ())
     if dataset.reference_systems and not args.keep_reference_systems:
         print(f"dialeval: leaving out {', '.join(map(repr, dataset.reference_systems))}: its "
               "response is the reference (--keep-reference-systems keeps it)", file=sys.stderr)
@@ -298,12 +345,11 @@ def _evaluation_report(args, ev) -> None:
 def cmd_agreement(args) -> int:
     import numpy as np
 
-    from dialeval.data.datasets import load_dataset
     from dialeval.data.writers import json_value
     from dialeval.meta.agreement import agreement, ratings_matrix
+    from dialeval.meta.evaluate import load_rated
 
-    kwargs = {"exclude_systems": tuple(args.exclude_system)} if args.exclude_system else {}
-    dataset = load_dataset(args.dataset, args.path, **kwargs)
+    dataset = load_rated(args.dataset, args.path, exclude_systems=args.exclude_system or ())
     qualities = _names(args.qualities) or list(dataset.info.qualities)
     unknown = [q for q in qualities if q not in dataset.info.qualities]
     if unknown:
@@ -330,14 +376,17 @@ def cmd_agreement(args) -> int:
         return 0
     from dialeval.report.tables import agreement_table
 
+    from dialeval.report.tables import comment_lead
+
+    lead = comment_lead(args.table_format)
     print(agreement_table(rows, args.table_format))
     print()
-    print(f"{dataset.info.name}: split-half and leave-one-out are {args.method} correlations; "
+    print(f"{lead}{dataset.info.name}: split-half and leave-one-out are {args.method} correlations; "
           f"split-half over {args.n_rep} random splits (seed {args.seed}); kappas are means "
           "over rater pairs (a rater = a column of the data set's rating lists)")
     for r in rows:
         if r["dropped_raters"]:
-            print(f"{r['quality']}: dropped rater columns {r['dropped_raters']} "
+            print(f"{lead}{r['quality']}: dropped rater columns {r['dropped_raters']} "
                   f"(mean pairwise kappa < {args.drop_below})")
     return 0
 
@@ -419,12 +468,18 @@ def _stats_arguments(p, *, compare_default: bool) -> None:
 
 
 def add_table_format(p, *, alias: bool = True) -> None:
-    """`--table-format` (and `--format`, where that name is free) for a table-printing command."""
+    """`--table-format`, the one name every table-printing command gives this option (`score`'s
+    `--format` names its input format). `--format`, the older name of the other commands, still
+    works where that name is free, unlisted, so that scripts written for it keep running."""
+    import argparse
+
     from dialeval.report.tables import TABLE_FORMATS
 
-    names = ["--table-format", "--format"] if alias else ["--table-format"]
-    p.add_argument(*names, dest="table_format", default="plain", choices=TABLE_FORMATS,
+    p.add_argument("--table-format", dest="table_format", default="plain", choices=TABLE_FORMATS,
                    help="table format: plain, markdown, latex (a booktabs tabular) or csv")
+    if alias:
+        p.add_argument("--format", dest="table_format", default=argparse.SUPPRESS,
+                       choices=TABLE_FORMATS, help=argparse.SUPPRESS)
 
 
 def count(minimum: int):
@@ -461,9 +516,11 @@ def add_commands(sub) -> None:
     _stats_arguments(p, compare_default=True)
     p.set_defaults(func=cmd_correlate)
 
-    p = sub.add_parser("evaluate", help="load a public data set, score it, correlate every quality")
-    p.add_argument("dataset", help="data set name (`dialeval datasets` lists them)")
-    p.add_argument("path", help="the data set's folder")
+    p = sub.add_parser("evaluate", help="score a public data set or your own rated file, "
+                       "correlate every quality")
+    p.add_argument("dataset", help="data set name (`dialeval datasets` lists them), or a rated "
+                   "JSONL/JSON/CSV/TSV file (`ratings`, or `rating:<quality>` columns)")
+    p.add_argument("path", nargs="?", help="the data set's folder (none for a rated file)")
     p.add_argument("--metrics", default="bleu4,rouge_l,cider_d", help="comma-separated metrics")
     p.add_argument("--qualities", help="comma-separated subset of the data set's qualities")
     p.add_argument("--level", default=None, help="turn, dialogue, system or all "
@@ -488,9 +545,11 @@ def add_commands(sub) -> None:
     _stats_arguments(p, compare_default=False)
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("agreement", help="human agreement per quality of a public data set")
-    p.add_argument("dataset", help="data set name (`dialeval datasets` lists them)")
-    p.add_argument("path", help="the data set's folder")
+    p = sub.add_parser("agreement", help="human agreement per quality of a public data set or "
+                       "of your own rated file")
+    p.add_argument("dataset", help="data set name (`dialeval datasets` lists them), or a rated "
+                   "JSONL/JSON/CSV/TSV file (a rater is a position in each rating list)")
+    p.add_argument("path", nargs="?", help="the data set's folder (none for a rated file)")
     p.add_argument("--qualities", help="comma-separated subset of the data set's qualities")
     p.add_argument("--method", default="spearman", choices=["pearson", "spearman", "kendall"],
                    help="correlation for split-half and leave-one-out (default spearman)")

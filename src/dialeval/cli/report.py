@@ -44,14 +44,18 @@ def _inputs(paths) -> dict[str, str]:
 def write_html_report(path: str, rows: list[dict], *, signatures=None, inputs=None,
                       qualities=None, system_human=None, title=None, baseline=None,
                       metrics=None, test="bs", n_resamples=None, seed=12345, n_boot=1000,
-                      comparison=None) -> None:
+                      comparison=None, pair_by="auto") -> None:
     from dialeval.report.html import build_report, write_report
 
     report = build_report(rows, qualities=qualities, system_human=system_human,
                           signatures=signatures, inputs=inputs, metrics=metrics,
                           title=title or "dialeval report", baseline=baseline, test=test,
                           n_resamples=n_resamples, seed=seed, n_boot=n_boot,
-                          comparison=comparison)
+                          comparison=comparison, pair_by=pair_by)
+    for remark in report["remarks"]:
+        print(f"dialeval: note: {remark}", file=sys.stderr)
+    for warning in report["warnings"]:
+        print(f"dialeval: warning: {warning}", file=sys.stderr)
     write_report(path, report)
     print(f"report: {path}", file=sys.stderr)
 
@@ -102,7 +106,7 @@ def _system_human_file(path: str | None) -> dict[str, dict[str, float]] | None:
 
 def cmd_compare(args) -> int:
     from dialeval.data.writers import json_value, write_json
-    from dialeval.meta.systems import compare_systems
+    from dialeval.meta.systems import PAIR_BY_HELP, compare_systems
     from dialeval.meta.evaluate import read_scores
     from dialeval.report.tables import compare_tables
 
@@ -112,7 +116,8 @@ def cmd_compare(args) -> int:
     cmp = compare_systems(rows, metrics=_names(args.metrics), humans=humans,
                           system_human=_system_human_file(args.system_human),
                           baseline=args.baseline, test=test, n_resamples=args.n_resamples,
-                          seed=args.seed)
+                          seed=args.seed, pair_by=args.pair_by)
+    _shout(cmp)
     data = cmp.to_dict()
     data["input"] = args.scores
     if args.report:
@@ -129,15 +134,29 @@ def cmd_compare(args) -> int:
         print(json.dumps(json_value(data), ensure_ascii=False))
         return 0
     # titles and notes as `# ` lines in CSV (pandas: read_csv(..., comment="#")), `% ` in LaTeX
-    lead = {"csv": "# ", "latex": "% "}.get(args.table_format, "")
+    from dialeval.report.tables import comment_lead
+
+    lead = comment_lead(args.table_format)
     for title, table in compare_tables(data, args.table_format):
         print(lead + title)
         print(table)
         print()
+    print(f"{lead}items paired by {cmp.pair_by} ({PAIR_BY_HELP[cmp.pair_by]}"
+          f"{'; --pair-by auto' if args.pair_by == 'auto' else ''}); pairs: the items each "
+          "comparison paired")
     for note in cmp.notes:
         print(f"{lead}note: {note}")
     print(lead + cmp.signature)
     return 0
+
+
+def _shout(cmp) -> None:
+    """Pairing that lost items is said on stderr too, where a user piping the table sees it (and
+    statistics recomputed from the rows, more quietly)."""
+    for remark in cmp.remarks:
+        print(f"dialeval: note: {remark}", file=sys.stderr)
+    for warning in cmp.warnings:
+        print(f"dialeval: warning: {warning}", file=sys.stderr)
 
 
 # --- report ------------------------------------------------------------------------------------
@@ -153,17 +172,18 @@ def cmd_report(args) -> int:
                       title=args.title or f"dialeval report: {os.path.basename(args.scores)}",
                       baseline=args.baseline, metrics=_names(args.metrics),
                       test="ar" if args.paired_ar else "bs", n_resamples=args.n_resamples,
-                      seed=args.seed, n_boot=args.n_boot)
+                      seed=args.seed, n_boot=args.n_boot, pair_by=args.pair_by)
     return 0
 
 
 def add_commands(sub) -> None:
-    from dialeval.meta.systems import DEFAULT_SEED
+    from dialeval.meta.systems import DEFAULT_SEED, PAIR_BY
 
     from .meta import add_table_format
 
     def common(p, *, table: bool) -> None:
-        p.add_argument("scores", help="per-sample JSONL from `dialeval score --with-stats -o`")
+        p.add_argument("scores", help="per-sample JSONL from `dialeval score -o` or `evaluate -o` "
+                       "(with --with-stats the statistics rows are read, not recomputed)")
         p.add_argument("--metrics", help="comma-separated subset of the file's metrics")
         p.add_argument("--human", action="append",
                        help="rated quality to compare like a metric (repeatable or comma-separated)")
@@ -182,6 +202,11 @@ def add_commands(sub) -> None:
                        help="bootstrap resamples / AR trials (default 1000 / 10000, as sacreBLEU)")
         p.add_argument("--seed", type=int, default=DEFAULT_SEED,
                        help=f"resampling seed (default {DEFAULT_SEED}, sacreBLEU's)")
+        p.add_argument("--pair-by", default="auto", choices=list(PAIR_BY),
+                       help="how items pair across systems for the paired tests: item (an `item` "
+                            "field), dialogue (`dialogue_id` + `turn`), id, context (context and "
+                            "references), position; auto (default): item, else dialogue_id + "
+                            "turn, else ids shared across systems, else context")
 
     p = sub.add_parser("compare", help="compare systems: corpus scores with 95%% CIs and "
                                        "paired significance tests")

@@ -7,7 +7,9 @@ here is the number every paper's script would print. The bootstrap draws one ind
 once, so 1,000 resamples cost about as much as a few dozen plain correlations.
 
 Levels. `turn`: one point per sample. `dialogue`: the mean of the samples that share a
-dialogue id (metric and human alike). `system`: the mean per system, correlated across systems.
+dialogue id *and a system* (metric and human alike): systems that answer the same dialogue are
+one point each, never averaged together. `system`: the mean per system, correlated across
+systems (the CLI and reports correlate each system's corpus score instead: `system_level`).
 The bootstrap resamples the points at turn and dialogue level; at system level it resamples
 the turns *within each system* and recomputes the system means, because there are too few
 systems to resample them.
@@ -137,6 +139,9 @@ def level_points(metric: Sequence[float], human: Sequence[float], level: str = "
     if keys is None or any(k is None for k, good in zip(keys, ok) if good):
         what = "meta['dialogue_id']" if level == "dialogue" else "'system'"
         raise DialevalError(f"{level}-level correlation needs {what} on every sample")
+    if level == "dialogue" and systems is not None:
+        # a point per (system, dialogue): two systems answering one dialogue are two points
+        keys = list(zip(systems, keys))
     kept = [k for k, good in zip(keys, ok) if good]
     names, means = group_means(np.stack([x[ok], y[ok]]), kept)
     return means[0], means[1], names

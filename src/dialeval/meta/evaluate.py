@@ -43,6 +43,40 @@ def read_scores(path: str | os.PathLike) -> list[dict]:
     return rows
 
 
+def load_rated(name_or_file: str, path: str | os.PathLike | None = None, *,
+               exclude_systems: Sequence[str] = ()):
+    """What `evaluate` and `agreement` judge: a public data set (a loader name and its folder),
+    or the user's own rated JSONL / JSON / CSV / TSV file, read by the reader every command
+    uses (`ratings` objects, or `rating:<quality>` columns; a rater is a position in the lists).
+    A file's qualities are the ones it rates; its level is turn (`--level` asks for more)."""
+    from ..data.datasets import DATASETS, load_dataset
+    from ..data.datasets.base import Dataset
+    from ..data.readers import read_samples
+    from ..data.sample import DatasetInfo
+
+    if path is not None or name_or_file in DATASETS:
+        if path is None:
+            raise DialevalError(f"{name_or_file}: give the data set's folder too "
+                                f"(dialeval evaluate {name_or_file} FOLDER)")
+        kwargs = {"exclude_systems": tuple(exclude_systems)} if exclude_systems else {}
+        return load_dataset(name_or_file, path, **kwargs)
+    if not os.path.isfile(name_or_file):
+        raise DialevalError(f"{name_or_file}: neither a data set loader name (`dialeval datasets` "
+                            "lists them) nor a rated JSONL/JSON/CSV/TSV file")
+    excluded = set(exclude_systems or ())
+    samples = [s for s in read_samples(name_or_file) if s.system not in excluded]
+    if not samples:
+        raise DialevalError(f"{name_or_file}: no samples left")
+    qualities = list(dict.fromkeys(q for s in samples for q in s.ratings))
+    if not qualities:
+        raise InputError("no human ratings (a `ratings` object per row, or `rating:<quality>` "
+                         "columns)", path=os.fspath(name_or_file))
+    info = DatasetInfo(name=os.path.basename(os.fspath(name_or_file)),
+                       qualities={q: "rated in the file" for q in qualities}, level="turn",
+                       description=f"rated file {os.fspath(name_or_file)}")
+    return Dataset(info, samples)
+
+
 def _human(ratings: dict, quality: str) -> float:
     values = ratings.get(quality)
     if values is None:
@@ -78,15 +112,22 @@ def _float(v: Any) -> float:
 def correlation_rows(values: dict[str, np.ndarray], human: np.ndarray, *, quality: str,
                      levels: Sequence[str] = ("turn",), methods: Sequence[str] = METHODS,
                      dialogues=None, systems=None, n_boot: int = 1000, seed: int = 0,
-                     warn=None) -> list[dict]:
-    """One row per (metric, level, method): r, p, CI, n."""
+                     warn=None, measures: dict | None = None) -> list[dict]:
+    """One row per (metric, level, method): r, p, CI, n. With `measures` (`systems.Measure`
+    per metric), the system level correlates each system's corpus score (`system_level`)."""
+    from .system_level import correlate_systems
+
     rows = []
     for level in levels:
         for metric, x in values.items():
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", FewPointsWarning)
-                results = correlate(x, human, methods, level, dialogues=dialogues,
-                                    systems=systems, n_boot=n_boot, seed=seed)
+                if level == "system" and measures is not None and metric in measures:
+                    results = correlate_systems(measures[metric], human, systems, methods,
+                                                n_boot=n_boot, seed=seed)
+                else:
+                    results = correlate(x, human, methods, level, dialogues=dialogues,
+                                        systems=systems, n_boot=n_boot, seed=seed)
             for w in caught:
                 if warn is not None and issubclass(w.category, FewPointsWarning):
                     warn(f"{metric}, {quality}: {w.message}")
@@ -97,17 +138,24 @@ def correlation_rows(values: dict[str, np.ndarray], human: np.ndarray, *, qualit
 
 def comparison_rows(values: dict[str, np.ndarray], human: np.ndarray, *, quality: str,
                     level: str = "turn", method: str = "pearson", dialogues=None, systems=None,
-                    n_boot: int = 1000, seed: int = 0) -> list[dict]:
+                    n_boot: int = 1000, seed: int = 0, measures: dict | None = None) -> list[dict]:
     """Williams' test and paired bootstrap for every ordered pair of metrics, the one with the
-    higher correlation as A (H1: A's correlation is higher)."""
+    higher correlation as A (H1: A's correlation is higher). With `measures`, the system level
+    compares correlations of the systems' corpus scores."""
+    from .system_level import compare_system_level
+
+    def one(a: str, b: str):
+        if level == "system" and measures is not None and a in measures and b in measures:
+            return compare_system_level(measures[a], measures[b], human, systems, method=method,
+                                        n_boot=n_boot, seed=seed, names=(a, b))
+        return compare(values[a], values[b], human, method=method, level=level,
+                       dialogues=dialogues, systems=systems, n_boot=n_boot, seed=seed, names=(a, b))
+
     rows = []
     for a, b in itertools.combinations(values, 2):
-        c = compare(values[a], values[b], human, method=method, level=level, dialogues=dialogues,
-                    systems=systems, n_boot=n_boot, seed=seed, names=(a, b))
+        c = one(a, b)
         if math.isfinite(c.r_b) and (not math.isfinite(c.r_a) or c.r_b > c.r_a):
-            c = compare(values[b], values[a], human, method=method, level=level,
-                        dialogues=dialogues, systems=systems, n_boot=n_boot, seed=seed,
-                        names=(b, a))
+            c = one(b, a)
         rows.append({"quality": quality, **c.to_dict()})
     return rows
 
@@ -213,18 +261,25 @@ def evaluate_scored(dataset, result, *, qualities: Sequence[str] | None = None,
         return out
     rows = list(result.records())
     levels = list(levels or [dataset.info.level])
+    measures = None
+    if "system" in levels:
+        from .systems import measures_from_rows, score_rows
+
+        measures = measures_from_rows(score_rows(result), list(result.metrics), result.signatures)
     for q in qualities:
         values, human, dialogues, systems = columns(rows, q)
         out.correlations += correlation_rows(values, human, quality=q, levels=levels,
                                              methods=methods, dialogues=dialogues,
-                                             systems=systems, n_boot=n_boot, seed=seed, warn=warn)
+                                             systems=systems, n_boot=n_boot, seed=seed, warn=warn,
+                                             measures=measures)
         if compare_metrics and len(values) > 1:
             for level in levels:
                 out.comparisons += comparison_rows(values, human, quality=q, level=level,
                                                    method=compare_method, dialogues=dialogues,
-                                                   systems=systems, n_boot=n_boot, seed=seed)
+                                                   systems=systems, n_boot=n_boot, seed=seed,
+                                                   measures=measures)
     return out
 
 
-__all__ = ["Evaluation", "evaluate_dataset", "evaluate_scored", "read_scores", "columns", "correlation_rows", "comparison_rows", "system_level_rows",
+__all__ = ["Evaluation", "load_rated", "evaluate_dataset", "evaluate_scored", "read_scores", "columns", "correlation_rows", "comparison_rows", "system_level_rows",
            "level_points", "levels_available"]

@@ -26,9 +26,21 @@ a "significant" mark on systems that do not differ at all.
 
 Every run carries a signature (`compare|test:bs|n:1000|seed:12345|ci:95|version:...`).
 
-Items are aligned across systems by a key: the sample's context and references (and which
-occurrence of that pair it is); rows without either are aligned by their position within their
-system. Paired tests use the items that both systems have.
+Items are paired per comparison (each system against the baseline, or each pair of systems) by
+a key the user chooses (`pair_by`): an `item` field, `dialogue_id` + `turn`, the sample `id`, the
+context and references, or the position within the system; `auto` takes the first explicit key
+every row has (see `resolve_pair_by`). A paired test uses the items *both* systems of that
+comparison have, however many other systems lack, and reports how many (`n_paired`); a
+comparison that loses items to pairing gets a note.
+
+No significance mark where the paired set is too small for it. Both tests are symmetric in the
+two systems, and under the null hypothesis (the two outputs of an item are exchangeable) each of
+the 2^m ways of swapping the m items whose outputs differ is equally likely; the full swap gives
+the same |difference| as the data, so a valid test rejects on at least 2 of the 2^m and its p
+cannot go below 2^(1-m). With B resamples the p-value itself cannot go below 1/(B+1). The
+smallest attainable p is the larger of the two (`min_attainable_p`); a mark is given only where
+both the p-value and that bound are under its threshold. A bootstrap on 2 items can print
+p = 1/(B+1), but no test on 2 items can honestly reach 0.05.
 """
 
 from __future__ import annotations
@@ -121,7 +133,8 @@ def human_value(row: dict, quality: str) -> float:
 
 
 def item_keys(rows: Sequence[dict]) -> list[tuple]:
-    """A key per row that is equal for the same evaluated item in every system."""
+    """A key per row that is equal for the same evaluated item in every system: the context and
+    references (and which occurrence of that pair it is); rows without either by position."""
     seen: dict[tuple, int] = {}
     keys = []
     for row in rows:
@@ -133,6 +146,97 @@ def item_keys(rows: Sequence[dict]) -> list[tuple]:
         seen[(system, base)] = k + 1
         keys.append((base, k))
     return keys
+
+
+PAIR_BY = ("auto", "item", "dialogue", "id", "context", "position")
+PAIR_BY_HELP = {
+    "item": "the rows' `item` field",
+    "dialogue": "the rows' `dialogue_id` and `turn` fields",
+    "id": "the rows' `id`",
+    "context": "the context and references",
+    "position": "the position of the row within its system",
+}
+
+
+def _field(row: dict, name: str) -> Any:
+    """A row's field, top level or (where the readers keep unknown input fields) in `meta`."""
+    if row.get(name) is not None:
+        return row[name]
+    return (row.get("meta") or {}).get(name)
+
+
+def _explicit_keys(rows: Sequence[dict], system_of: Sequence[str], pair_by: str
+                   ) -> tuple[list | None, str | None]:
+    """(keys, None), or (None, why not) when a row lacks the field or a system repeats a key."""
+    keys: list = []
+    seen: set = set()
+    for row, system in zip(rows, system_of):
+        if pair_by == "item":
+            value = _field(row, "item")
+            key = None if value is None else ("item", json_key(value))
+        elif pair_by == "dialogue":
+            d, t = _field(row, "dialogue_id"), _field(row, "turn")
+            key = None if d is None or t is None else ("dialogue", json_key(d), json_key(t))
+        elif pair_by == "id":
+            key = None if row.get("id") is None else ("id", str(row["id"]))
+        else:
+            raise ValueError(pair_by)
+        where = f"line {row['_line']}" if "_line" in row else f"row {len(keys) + 1}"
+        if key is None:
+            return None, f"{where} has no {PAIR_BY_HELP[pair_by][10:]}"
+        if (system, key) in seen:
+            return None, f"{where}: system {system!r} has {key[1:]} twice"
+        seen.add((system, key))
+        keys.append(key)
+    return keys, None
+
+
+def json_key(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool)) else repr(value)
+
+
+def resolve_pair_by(rows: Sequence[dict], pair_by: str = "auto",
+                    system_of: Sequence[str] | None = None) -> tuple[str, list]:
+    """(the key used, a key per row). `auto`: `item` when every row has one, else `dialogue_id`
+    + `turn` when every row has both, else `id` when ids repeat across systems (an id naming the
+    item, not the row), each unique within its system; else the context and references."""
+    if pair_by not in PAIR_BY:
+        raise DialevalError(f"unknown pairing {pair_by!r}; choose from {', '.join(PAIR_BY)}")
+    if system_of is None:
+        system_of = [r.get("system") if r.get("system") is not None else "all" for r in rows]
+    if pair_by == "context":
+        return "context", item_keys(rows)
+    if pair_by == "position":
+        seen: dict[str, int] = {}
+        keys = []
+        for s in system_of:
+            keys.append(("position", seen.get(s, 0)))
+            seen[s] = seen.get(s, 0) + 1
+        return "position", keys
+    if pair_by != "auto":
+        keys, why = _explicit_keys(rows, system_of, pair_by)
+        if keys is None:
+            raise DialevalError(f"--pair-by {pair_by}: {why}")
+        return pair_by, keys
+    for candidate in ("item", "dialogue", "id"):
+        keys, why = _explicit_keys(rows, system_of, candidate)
+        if keys is None:
+            continue
+        if candidate == "id":
+            owners: dict = {}
+            for k, s in zip(keys, system_of):
+                owners.setdefault(k, set()).add(s)
+            if not any(len(v) > 1 for v in owners.values()):
+                continue        # every id is one row's: ids name rows, not items
+        return candidate, keys
+    return "context", item_keys(rows)
+
+
+def min_attainable_p(n_differing: int, n_resamples: int) -> float:
+    """The smallest p a paired test can give on items of which `n_differing` have different
+    outputs in the two systems, with `n_resamples` resamples (see the module docstring)."""
+    exact = 1.0 if n_differing < 1 else min(1.0, 2.0 ** (1 - n_differing))
+    return max(exact, 1.0 / (n_resamples + 1))
 
 
 # --- one metric's data ------------------------------------------------------------------------
@@ -186,9 +290,44 @@ def stats_measure(name: str, rows_stats: Sequence[Sequence[float] | None], metri
     return Measure(name, stats, corpus_reducer(metric), "corpus-stats", signature)
 
 
+def recompute_stats(rows: Sequence[dict], name: str, metric, signature: str | None
+                    ) -> np.ndarray | None:
+    """The statistics rows of `metric` recomputed from the rows' response and references (a
+    plain `score -o` / `evaluate -o` file has no `stats`), or None when the rows lack the texts.
+
+    The metric is built with its default options; that it is the metric that made the file is
+    checked: the recorded signature (when the file has one) must be its signature, and the
+    recomputed sentence scores must be the file's, else the file was scored another way and
+    only `--with-stats` can say how."""
+    from ..metrics.base import Batch
+
+    if not all(isinstance(r.get("response"), str) and isinstance(r.get("references"), list)
+               for r in rows):
+        return None
+    if signature and signature != str(metric.signature()):
+        raise DialevalError(f"{name}: the scores file has no statistics rows and was scored as "
+                            f"{signature!r}, not with the defaults ({metric.signature()}); write "
+                            "it with `dialeval score --with-stats -o FILE`")
+    out = metric.compute(Batch([r["response"] for r in rows], [r["references"] for r in rows]))
+    given = np.array([_float(r["scores"][name]) for r in rows])
+    got = np.asarray(out.sentence, dtype=float)
+    bad = np.flatnonzero(~((np.isnan(given) & np.isnan(got)) | (np.abs(given - got) <= 1e-9)))
+    if bad.size:
+        i = int(bad[0])
+        where = f"line {rows[i]['_line']}" if "_line" in rows[i] else f"row {i + 1}"
+        raise DialevalError(f"{name}: the scores file has no statistics rows, and recomputing "
+                            f"them with the default options does not give its scores ({where}: "
+                            f"{given[i]!r} in the file, {got[i]!r} recomputed): it was scored "
+                            "with other options; write it with `dialeval score --with-stats -o FILE`")
+    return np.asarray(out.stats, dtype=float)
+
+
 def measures_from_rows(rows: Sequence[dict], metrics: Sequence[str] | None = None,
-                       signatures: dict[str, str] | None = None) -> dict[str, Measure]:
-    """A Measure per metric of score rows; metrics with `stats` reduce them (corpus BLEU)."""
+                       signatures: dict[str, str] | None = None,
+                       notes: list[str] | None = None) -> dict[str, Measure]:
+    """A Measure per metric of score rows; metrics with `stats` reduce them (corpus BLEU).
+    Where the rows have no statistics rows but their response and references, the statistics
+    are recomputed (`recompute_stats`), with a line in `notes`."""
     from ..metrics.registry import build_metric
 
     if metrics is None:
@@ -209,6 +348,14 @@ def measures_from_rows(rows: Sequence[dict], metrics: Sequence[str] | None = Non
         elif (metric is not None and metric.corpus_from_summed_stats
               and "refs:max" not in signatures.get(m, "") and "refs:mean" not in signatures.get(m, "")
               and not any("stats" in r for r in rows)):
+            stats = recompute_stats(rows, m, metric, signatures.get(m))
+            if stats is not None:
+                out[m] = stats_measure(m, list(stats), metric, signatures.get(m) or str(metric.signature()))
+                if notes is not None:
+                    notes.append(f"{m}: the file has no statistics rows; recomputed from its "
+                                 "responses and references with the default options (they give "
+                                 "the file's sentence scores)")
+                continue
             raise DialevalError(
                 f"{m}: its corpus score comes from summed statistics, which the scores file lacks; "
                 "write it with `dialeval score --with-stats -o FILE` (or leave it out with --metrics)")
@@ -291,6 +438,9 @@ class Comparison:
     rank: list[dict] = field(default_factory=list)        # Kendall tau metric vs human ranking
     measures: dict[str, dict] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    pair_by: str = "context"
+    warnings: list[str] = field(default_factory=list)     # notes a CLI also shouts on stderr
+    remarks: list[str] = field(default_factory=list)      # notes a CLI also says on stderr
 
     @property
     def signature(self) -> str:
@@ -304,7 +454,7 @@ class Comparison:
         return {"signature": self.signature, "test": self.test, "n_resamples": self.n_resamples,
                 "seed": self.seed, "baseline": self.baseline, "systems": self.systems,
                 "measures": self.measures, "scores": self.rows, "pairs": self.pairs,
-                "rank_agreement": self.rank, "notes": self.notes}
+                "rank_agreement": self.rank, "notes": self.notes, "pair_by": self.pair_by}
 
 
 def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = None,
@@ -312,13 +462,14 @@ def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = Non
                     baseline: str | None = None, test: str = "bs", n_resamples: int | None = None,
                     seed: int | None = DEFAULT_SEED, signatures: dict[str, str] | None = None,
                     measures: dict[str, Measure] | None = None,
-                    rank_methods: Sequence[str] = ("kendall",)) -> Comparison:
+                    rank_methods: Sequence[str] = ("kendall",), pair_by: str = "auto") -> Comparison:
     """Compare the systems of score `rows` on every metric and human quality.
 
     `humans`: qualities in the rows' `ratings` to treat like metrics. `system_human`: published
     system means (system -> quality -> value) for data sets without per-item ratings (DSTC6):
     they get no CI or test, but enter the rank agreement. `baseline`: compare every system with
-    it; None compares all pairs. `measures` overrides what is built from the rows.
+    it; None compares all pairs. `measures` overrides what is built from the rows. `pair_by`:
+    how items pair across systems (`PAIR_BY`; see the module docstring).
     """
     if test not in TESTS:
         raise DialevalError(f"unknown test {test!r}; choose from {', '.join(TESTS)}")
@@ -333,9 +484,10 @@ def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = Non
     if baseline is not None and baseline not in systems:
         raise DialevalError(f"--baseline {baseline!r} is not a system of the file "
                             f"(systems: {', '.join(systems[:10])}{' ...' if len(systems) > 10 else ''})")
+    recompute_notes: list[str] = []
     if measures is None:
         signatures = {**row_signatures(rows), **(signatures or {})}
-        measures = measures_from_rows(rows, metrics, signatures)
+        measures = measures_from_rows(rows, metrics, signatures, notes=recompute_notes)
     measures = dict(measures)
     metric_names = list(measures)
     human_names = []
@@ -347,20 +499,22 @@ def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = Non
         measures[name] = mean_measure(name, values, f"human|quality:{q}|mean of raters")
         human_names.append(name)
 
-    keys = item_keys(rows)
-    # items aligned across systems: a common order of keys, and each system's row per key
-    index: dict[str, dict[tuple, int]] = {s: {} for s in systems}
+    pair_by, keys = resolve_pair_by(rows, pair_by, system_of)
+    # each system's row per key, and one order of keys (the first system's row order, then the
+    # keys only later systems have): a pair's items are its common keys in that order
+    index: dict[str, dict[Any, int]] = {s: {} for s in systems}
     for i, (s, k) in enumerate(zip(system_of, keys)):
         index[s][k] = i
+    global_order: dict[Any, None] = {}
+    for s in systems:
+        global_order.update(dict.fromkeys(index[s]))
     key_sets = [set(index[s]) for s in systems]
     common = set.intersection(*key_sets)
     aligned = all(len(ks) == len(common) for ks in key_sets)
-    order = [k for k in index[systems[0]] if k in common]
+    order = [k for k in global_order if k in common]
     cmp = Comparison(test=test, n_resamples=n_resamples, seed=seed, baseline=baseline,
-                     systems=systems)
-    if not aligned:
-        cmp.notes.append(f"systems do not share the same items; paired tests use the "
-                         f"{len(common)} items all systems have")
+                     systems=systems, pair_by=pair_by, notes=list(recompute_notes),
+                     remarks=list(recompute_notes))
     cmp.measures = {m: {"kind": measures[m].kind, "signature": measures[m].signature}
                     for m in measures}
     idx_of = {s: np.array([index[s][k] for k in order], dtype=np.int64) for s in systems}
@@ -374,7 +528,13 @@ def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = Non
             counts_cache[(n, r)] = resample_counts(n, r, seed)
         return counts_cache[(n, r)]
 
-    selectors = ar_selectors(n_common, n_resamples, seed) if test == "ar" and n_common else None
+    selectors_cache: dict[int, np.ndarray] = {}
+
+    def selectors(n: int) -> np.ndarray:
+        if n not in selectors_cache:
+            selectors_cache[n] = ar_selectors(n, n_resamples, seed)
+        return selectors_cache[n]
+
     resampled: dict[tuple[str, str], np.ndarray] = {}   # (measure, system) -> aligned resamples
     for name, measure in measures.items():
         for s in systems:
@@ -391,33 +551,61 @@ def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = Non
             row = {"measure": name, "system": s, "n": int(valid.sum()), "score": score,
                    "bs_mean": mean, "ci_low": low, "ci_high": high}
             cmp.rows.append(row)
-    # paired tests
+    # paired tests: per comparison, on the items both of its systems have
     pairs = ([(baseline, s) for s in systems if s != baseline] if baseline is not None
              else [(a, b) for i, a in enumerate(systems) for b in systems[i + 1:]])
     by_key = {(r["measure"], r["system"]): r for r in cmp.rows}
-    if n_common:
+    how = PAIR_BY_HELP.get(pair_by, pair_by)
+    for a, b in pairs:
+        keys_ab = [k for k in global_order if k in index[a] and k in index[b]]
+        n_pair = len(keys_ab)
+        ia = np.array([index[a][k] for k in keys_ab], dtype=np.int64)
+        ib = np.array([index[b][k] for k in keys_ab], dtype=np.int64)
+        same_as_aligned = aligned and n_pair == n_common
+        lost_a, lost_b = len(index[a]) - n_pair, len(index[b]) - n_pair
+        if lost_a or lost_b:
+            lost = (f"PAIRING LOST ITEMS: {b} vs {a}: only {n_pair} items pair by {how} "
+                    f"({a} has {len(index[a])}, {b} has {len(index[b])}); its delta and test use "
+                    f"those {n_pair} only" + ("" if pair_by != "context" else
+                                              "; if the items are the same, give them an `item` "
+                                              "field or use --pair-by id|dialogue|position"))
+            cmp.notes.append(lost)
+            cmp.warnings.append(lost)
+        limited: dict[str, float] = {}
         for name, measure in measures.items():
-            for a, b in pairs:
-                ia, ib = idx_of[a], idx_of[b]
+            if n_pair == 0:
+                sa = sb = p = p_min = math.nan
+            else:
                 sa, sb = measure.score(ia), measure.score(ib)
+                differing = int(np.any(measure.stats[ia] != measure.stats[ib], axis=1).sum())
+                p_min = min_attainable_p(differing, n_resamples)
                 if not (math.isfinite(sa) and math.isfinite(sb)):
                     p = math.nan
                 elif test == "bs":
-                    c = counts(n_common, n_resamples)
-                    ra = resampled.get((name, a)) if aligned and ci_n == n_resamples else None
-                    rb = resampled.get((name, b)) if aligned and ci_n == n_resamples else None
+                    c = counts(n_pair, n_resamples)
+                    reuse = same_as_aligned and ci_n == n_resamples
+                    ra = resampled.get((name, a)) if reuse else None
+                    rb = resampled.get((name, b)) if reuse else None
                     ra = ra if ra is not None else resampled_scores(measure, ia, c)
                     rb = rb if rb is not None else resampled_scores(measure, ib, c)
                     p = paired_bootstrap_p(ra, rb, sb - sa)
                 else:
-                    p = approximate_randomization_p(measure, ia, measure, ib, selectors)
-                if baseline is not None:
-                    row = by_key[(name, b)]
-                    row["delta"] = sb - sa
-                    row["p"] = p
-                else:
-                    cmp.pairs.append({"measure": name, "a": a, "b": b, "score_a": sa,
-                                      "score_b": sb, "delta": sb - sa, "p": p})
+                    p = approximate_randomization_p(measure, ia, measure, ib, selectors(n_pair))
+                if math.isfinite(p) and p < 0.05 and p_min >= 0.01:
+                    limited[name] = p_min
+            fields = {"delta": sb - sa, "p": p, "n_paired": n_pair, "p_min": p_min,
+                      "mark": significance_mark(p, p_min)}
+            if baseline is not None:
+                by_key[(name, b)].update(fields)
+            else:
+                cmp.pairs.append({"measure": name, "a": a, "b": b, "score_a": sa,
+                                  "score_b": sb, **fields})
+        if limited:
+            bounds = ", ".join(f"{fmt_bound(v)} ({m})" for m, v in limited.items())
+            cmp.notes.append(
+                f"{b} vs {a}: {n_pair} paired items: the smallest p a paired test can reach on "
+                f"them is {bounds}, so no mark below that (2^(1-m), m the items whose outputs "
+                "differ, or 1/(resamples+1))")
     # published system means (no per-item data: no CI, no test)
     for q, means in _by_quality(system_human or {}).items():
         name = f"human:{q}"
@@ -499,14 +687,22 @@ def kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return concord / np.sqrt(untied_x * untied_y.astype(float))
 
 
-def significance_mark(p: float | None) -> str:
-    """`**` p < 0.01, `*` p < 0.05 (no correction for multiple comparisons)."""
+def significance_mark(p: float | None, p_min: float | None = None) -> str:
+    """`**` p < 0.01, `*` p < 0.05 (no correction for multiple comparisons), each only where the
+    smallest attainable p (`p_min`, see `min_attainable_p`) is under the threshold too."""
     if p is None or not isinstance(p, float) or not math.isfinite(p):
         return ""
+    if p_min is not None and isinstance(p_min, (int, float)) and math.isfinite(p_min):
+        p = max(p, float(p_min))
     return "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+def fmt_bound(p: float) -> str:
+    return f"{p:.4g}"
 
 
 __all__ = ["Comparison", "Measure", "compare_systems", "score_rows", "measures_from_rows",
            "mean_measure", "stats_measure", "resample_counts", "ar_selectors", "estimate_ci",
            "paired_bootstrap_p", "approximate_randomization_p", "p_value", "item_keys",
+           "resolve_pair_by", "min_attainable_p", "PAIR_BY",
            "significance_mark", "human_value", "TESTS", "DEFAULT_SEED", "DEFAULT_RESAMPLES"]

@@ -85,10 +85,55 @@ class Compose(Metric):
         digest = (manifest.get("files", {}).get("config.json") or {}).get("sha256", "")
         self.fingerprint = digest[:8]
 
+    # -- the composed metrics' corpus-wide first passes, forwarded ----------------------------
+    # The engine gathers the passes its plan's metrics name (`corpus_pass_key`); the metrics
+    # composed here are not in the plan, so `compose` names one pass standing for all of theirs
+    # (CIDEr-D's document frequencies, ...) and hands the merged states back to them in
+    # `components`. Without this each shard would be scored with its own document frequencies
+    # and the sentence values would depend on --chunk-size.
+    def _pass_owners(self) -> dict[Any, Metric]:
+        owners: dict[Any, Metric] = {}
+        for metric in self.metrics:
+            key = metric.corpus_pass_key()
+            if key is not None:
+                owners.setdefault(key, metric)
+        return owners
+
+    def corpus_pass_key(self) -> Any:
+        keys = tuple(self._pass_owners())
+        return ("compose",) + keys if keys else None
+
+    def corpus_pass_state(self, batch: Batch) -> dict[Any, Any]:
+        return {key: metric.corpus_pass_state(batch) for key, metric in self._pass_owners().items()}
+
+    def merge_corpus_pass(self, a: dict[Any, Any], b: dict[Any, Any]) -> dict[Any, Any]:
+        owners = self._pass_owners()
+        return {key: owners[key].merge_corpus_pass(a[key], b[key]) for key in owners}
+
+    def corpus_pass_arrays(self, state: dict[Any, Any]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for k, (key, metric) in enumerate(self._pass_owners().items()):
+            out.update({f"{k}:{name}": a for name, a in metric.corpus_pass_arrays(state[key]).items()})
+        return out
+
+    def corpus_pass_from_arrays(self, arrays: dict[str, np.ndarray]) -> dict[Any, Any]:
+        state = {}
+        for k, (key, metric) in enumerate(self._pass_owners().items()):
+            prefix = f"{k}:"
+            state[key] = metric.corpus_pass_from_arrays(
+                {name[len(prefix):]: a for name, a in arrays.items() if name.startswith(prefix)})
+        return state
+
     def components(self, batch: Batch) -> dict[str, np.ndarray]:
-        """Each composed metric's sentence scores on `batch` (raw, before scaling)."""
-        return batch.memo(("compose-components", id(self)),
-                          lambda: {m.name: m.compute(batch).sentence for m in self.metrics})
+        """Each composed metric's sentence scores on `batch` (raw, before scaling), with the
+        merged first passes of the whole evaluated set when the engine gathered them."""
+        def compute() -> dict[str, np.ndarray]:
+            forwarded = batch.corpus.get(self.corpus_pass_key()) if batch.corpus else None
+            for key, state in (forwarded or {}).items():
+                batch.corpus.setdefault(key, state)
+            return {m.name: m.compute(batch).sentence for m in self.metrics}
+
+        return batch.memo(("compose-components", id(self)), compute)
 
     def multi_stats(self, batch: Batch) -> np.ndarray:
         return self.model.predict(self.components(batch), self.quality)[:, None]

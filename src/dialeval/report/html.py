@@ -49,17 +49,16 @@ def default_qualities(rows: Sequence[dict]) -> list[str]:
 
 
 def _levels(rows: Sequence[dict]) -> list[str]:
-    """Per-item levels for correlations: turn, and dialogue when dialogue ids group the turns of
-    one system (a shared context answered by several systems is not a dialogue)."""
+    """Per-item levels for correlations: turn, and dialogue when every row has a dialogue id and
+    some system has several turns in one dialogue (a dialogue point is one system's turns in one
+    dialogue: systems answering the same dialogue are separate points)."""
     from ..meta.evaluate import DIALOGUE_ID
 
     levels = ["turn"]
     ids = [(r.get("meta") or {}).get(DIALOGUE_ID) for r in rows]
     if all(i is not None for i in ids):
-        owner: dict = {}
-        for i, r in zip(ids, rows):
-            owner.setdefault(i, set()).add(r.get("system"))
-        if all(len(v) == 1 for v in owner.values()) and len(owner) < len(rows):
+        groups = {(r.get("system"), i) for i, r in zip(ids, rows)}
+        if len(groups) < len(rows):
             levels.append("dialogue")
     return levels
 
@@ -83,7 +82,7 @@ def build_report(rows: Sequence[dict], *, qualities: Sequence[str] | None = None
                  title: str = "dialeval report", metrics: Sequence[str] | None = None,
                  baseline: str | None = None, test: str = "bs", n_resamples: int | None = None,
                  seed: int = 12345, n_boot: int = 1000, corr_seed: int = 0, top_k: int = 5,
-                 comparison=None) -> dict:
+                 comparison=None, pair_by: str = "auto") -> dict:
     """Every number and figure of the report, as plain data (see `render_html`).
 
     `rows`: score rows (`dialeval score --with-stats -o`, or `meta.systems.score_rows`).
@@ -113,7 +112,7 @@ def build_report(rows: Sequence[dict], *, qualities: Sequence[str] | None = None
         comparison = compare_systems(rows, metrics=metrics, humans=item_qualities,
                                      system_human=system_human, baseline=baseline, test=test,
                                      n_resamples=n_resamples, seed=seed, signatures=signatures,
-                                     rank_methods=CORR_METHODS)
+                                     rank_methods=CORR_METHODS, pair_by=pair_by)
     cmp = comparison.to_dict()
     metric_names = [m for m in cmp["measures"] if not m.startswith("human:")]
     human_names = [m for m in cmp["measures"] if m.startswith("human:")]
@@ -130,7 +129,8 @@ def build_report(rows: Sequence[dict], *, qualities: Sequence[str] | None = None
             p = r.get("p")
             cells.append({"score": _finite(r["score"]), "low": _finite(r["ci_low"]),
                           "high": _finite(r["ci_high"]), "p": _finite(p),
-                          "mark": significance_mark(p), "delta": _finite(r.get("delta"))})
+                          "mark": r.get("mark", significance_mark(p)),
+                          "delta": _finite(r.get("delta")), "n_paired": r.get("n_paired")})
         n = next((score_of[(m, s)]["n"] for m in metric_names), None)
         system_rows.append({"system": s, "n": n, "cells": cells, "baseline": s == baseline})
 
@@ -238,6 +238,8 @@ def build_report(rows: Sequence[dict], *, qualities: Sequence[str] | None = None
                                     for h in human_names)},
         "measures": [{"name": m, "kind": cmp["measures"][m]["kind"]} for m in metric_names + human_names],
         "system_rows": system_rows, "notes": cmp["notes"],
+        "warnings": list(getattr(comparison, "warnings", [])),
+        "remarks": list(getattr(comparison, "remarks", [])),
         "correlations": corr_rows, "heatmap_svg": heatmap_svg, "scatter": scatter,
         "agreement": agreement_rows, "disagreements": disagreements,
         "n_rows": len(rows), "n_systems": len(systems),

@@ -176,40 +176,75 @@ def agreement_table(rows: Sequence[dict], fmt: str = "plain") -> str:
 
 def compare_tables(cmp: dict, fmt: str = "plain") -> list[tuple[str, str]]:
     """(title, table) pairs for a `Comparison.to_dict()`: one system table per measure, the
-    pairwise table when there is no baseline, and the rank agreement."""
+    pairwise table when there is no baseline, and the rank agreement. Beside each p, the number
+    of items its comparison paired. In CSV every number is its own column (CI low and high, p,
+    the smallest attainable p) and the significance mark has a column of its own; elsewhere the
+    mark follows the p-value."""
     from ..meta.systems import significance_mark
 
+    csv_out = fmt == "csv"
+
+    def mark(r: dict) -> str:
+        return r["mark"] if "mark" in r else significance_mark(r.get("p"))
+
+    def p_cells(r: dict) -> list:
+        if csv_out:
+            return [_num(r.get("p")), mark(r), r.get("n_paired", ""), _num(r.get("p_min"))]
+        return [fmt_p(r.get("p")) + mark(r), r.get("n_paired", "n/a")]
+
+    def ci_cells(low, high) -> list:
+        return [_num(low), _num(high)] if csv_out else [fmt_ci(low, high)]
+
+    ci_head = ["ci_low", "ci_high"] if csv_out else ["95% CI"]
+    p_head = ["p", "mark", "pairs", "p_min"] if csv_out else ["p", "pairs"]
     out = []
     by_measure: dict[str, list[dict]] = {}
     for r in cmp["scores"]:
         by_measure.setdefault(r["measure"], []).append(r)
     baseline = cmp.get("baseline")
     for measure, rows in by_measure.items():
-        header = ["system", "n", "score", "95% CI"]
+        header = ["system", "n", "score"] + ci_head
         if baseline:
-            header += [f"Δ vs {baseline}", "p"]
+            header += (["delta"] if csv_out else [f"Δ vs {baseline}"]) + p_head
         body = []
         for r in rows:
-            line = [r["system"], "n/a" if r["n"] is None else r["n"], fmt_float(r["score"]),
-                    fmt_ci(r["ci_low"], r["ci_high"])]
+            line = [r["system"], "n/a" if r["n"] is None else r["n"],
+                    _num(r["score"]) if csv_out else fmt_float(r["score"])]
+            line += ci_cells(r["ci_low"], r["ci_high"])
             if baseline:
                 if r["system"] == baseline:
-                    line += ["(baseline)", ""]
+                    line += ["" if csv_out else "(baseline)"] + [""] * len(p_head)
                 else:
-                    p = r.get("p")
-                    line += [fmt_float(r.get("delta")), fmt_p(p) + significance_mark(p)]
+                    line += [_num(r.get("delta")) if csv_out else fmt_float(r.get("delta"))]
+                    line += p_cells(r)
             body.append(line)
         kind = cmp["measures"].get(measure, {}).get("kind", "")
         out.append((f"{measure} ({kind})", format_table(header, body, fmt=fmt)))
     if cmp.get("pairs"):
-        header = ["measure", "A", "B", "score A", "score B", "B - A", "p"]
-        body = [[r["measure"], r["a"], r["b"], fmt_float(r["score_a"]), fmt_float(r["score_b"]),
-                 fmt_float(r["delta"]), fmt_p(r["p"]) + significance_mark(r["p"])]
-                for r in cmp["pairs"]]
+        header = ["measure", "A", "B", "score A", "score B", "B - A"] + p_head
+        body = [[r["measure"], r["a"], r["b"]]
+                + ([_num(r["score_a"]), _num(r["score_b"]), _num(r["delta"])] if csv_out else
+                   [fmt_float(r["score_a"]), fmt_float(r["score_b"]), fmt_float(r["delta"])])
+                + p_cells(r) for r in cmp["pairs"]]
         out.append(("pairwise tests", format_table(header, body, fmt=fmt)))
     if cmp.get("rank_agreement"):
-        header = ["metric", "human", "method", "r", "p", "95% CI", "systems"]
-        body = [[r["metric"], r["human"], r["method"], fmt_float(r["r"]), fmt_p(r["p"]),
-                 fmt_ci(r["ci_low"], r["ci_high"]), r["n_systems"]] for r in cmp["rank_agreement"]]
+        header = ["metric", "human", "method", "r", "p"] + ci_head + ["systems"]
+        body = [[r["metric"], r["human"], r["method"]]
+                + ([_num(r["r"]), _num(r["p"])] if csv_out else [fmt_float(r["r"]), fmt_p(r["p"])])
+                + ci_cells(r["ci_low"], r["ci_high"]) + [r["n_systems"]]
+                for r in cmp["rank_agreement"]]
         out.append(("system ranking: metric vs human", format_table(header, body, fmt=fmt)))
     return out
+
+
+def _num(v: Any) -> str:
+    """A number for a CSV cell: full precision (repr), empty when missing."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    return repr(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def comment_lead(fmt: str) -> str:
+    """What starts a line that is not part of a table: `# ` in CSV (pandas:
+    `read_csv(..., comment="#")`), `% ` in LaTeX, nothing otherwise."""
+    return {"csv": "# ", "latex": "% "}.get(fmt, "")
