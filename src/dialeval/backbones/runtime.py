@@ -1,0 +1,59 @@
+"""Threads and device, decided once for every backbone.
+
+Thread policy: the idle cores (`dialeval.models.threads.default_threads`: $OMP_NUM_THREADS when
+set, else the cores minus the 1-minute load average, at least 1). Chosen over MME's former
+"always one thread" because it gives the same answer on a loaded machine (where the idle cores
+are 1: the case MME measured, two threads several times slower when the CPU is busy) and does
+not waste an idle multi-core machine; and because two policies in one process fought (each
+family set the torch thread count to its own value on every call). The count is set the first
+time a backbone is used in a process; a user who set $OMP_NUM_THREADS, or a command that set
+`torch.set_num_threads` itself (`train lm --threads`), is not overridden afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+
+_applied = False
+
+
+def default_threads() -> int:
+    from ..models.threads import default_threads as idle
+
+    return idle()
+
+
+def apply_thread_policy() -> None:
+    """Set torch's intra-op thread count by the policy above, once per process."""
+    global _applied
+    if _applied:
+        return
+    import torch
+
+    torch.set_num_threads(default_threads())
+    _applied = True
+
+
+def resolve_device(device: str | None) -> str:
+    """"cpu" (the default) or "cuda"/"cuda:N"; a clear error when CUDA is asked for but absent."""
+    from ..errors import DialevalError
+
+    name = (device or "cpu").strip().lower()
+    if name == "cpu":
+        return "cpu"
+    if name == "cuda" or name.startswith("cuda:"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise DialevalError(f"device {device!r}: CUDA is not available here; use --device cpu")
+        return name
+    raise DialevalError(f"device {device!r}: choose cpu or cuda")
+
+
+def offline_environment() -> None:
+    """Never the model hub: local folders only, and no progress bars of our libraries on stderr
+    (dialeval's own progress and --json output are the only things a user should see)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
