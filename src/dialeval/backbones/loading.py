@@ -60,9 +60,10 @@ def load_backbone(path: str | os.PathLike, kind: str = "auto", device: str | Non
         raise BackboneError(f"backbone kind {kind!r}: choose from {', '.join(KINDS)}")
     if task not in TASKS:
         raise BackboneError(f"backbone task {task!r}: choose from {', '.join(TASKS)}")
-    found = detect_kind(path)
     if kind == "auto":
-        kind = found
+        kind = detect_kind(path)
+    elif not os.path.exists(path):
+        raise BackboneError(f"{path}: no such model folder or file")
     device = resolve_device(device)
     key = (content_key(path), kind, task, device, gguf_file)
     return cache.get_or_load(key, lambda: _load(path, kind, task, device, gguf_file))

@@ -42,6 +42,9 @@ def add_train_commands(train_sub) -> None:
     p.add_argument("--data", action="append", required=True,
                    help="rated set as NAME:FOLDER (e.g. usr-tc:../shared/data/usr), or a JSONL/CSV file "
                         "with a 1-5 rating (repeatable)")
+    p.add_argument("--quality",
+                   help="the rated quality to train on (default: a registered set's own, e.g. overall; a file's "
+                        "only quality or `score`; a file with several others must name one)")
     p.add_argument("--encoder", default="minilm",
                    help="minilm (all-MiniLM-L6-v2), minilm:DIR (a sentence-transformers folder) or hred:DIR "
                         "(a `train dialogue-encoder` folder)")
@@ -114,7 +117,7 @@ def cmd_train_adem(args) -> int:
                  seed=args.seed, finetune_layers=args.finetune_layers, finetune_lr=args.finetune_lr,
                  finetune_epochs=args.finetune_epochs, finetune_minutes=args.max_minutes)
     model._check()        # a setting error (e.g. fine-tuning hred) before the data is read
-    rows = [r for spec in args.data for r in load_rated(spec)]
+    rows = [r for spec in args.data for r in load_rated(spec, quality=args.quality)]
     started = time.time()
     model.fit(rows, search=SEARCH_GRID if args.search else None, progress=_log)
     model.save(args.output)
