@@ -10,7 +10,7 @@ same weights in memory instead of loading the folder a second time.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -146,6 +146,7 @@ class Backbone:
         self.max_length = int(max_length or (limit if limit and limit < 100_000 else 512))
         self.fingerprint = model_fingerprint(path)
         self._views: dict[tuple, Any] = {}
+        self._attached: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
         return f"Backbone({self.path!r}, kind={self.kind!r}, device={self.device!r})"
@@ -183,6 +184,14 @@ class Backbone:
         from .encoding import token_states
 
         return token_states(self, texts, layer, batch_size, max_length)
+
+    def attach(self, key: Any, make: Callable[[], Any]) -> Any:
+        """The object a family keeps beside this backbone under `key` (made once by `make`): it
+        lives as long as the backbone stays in the process cache, so a family needs no cache of
+        its own."""
+        if key not in self._attached:
+            self._attached[key] = make()
+        return self._attached[key]
 
     def clear_vectors(self) -> None:
         for view in self._views.values():

@@ -37,27 +37,18 @@ class SentenceEncoder:
     fixed-shape batching described above. A directly built encoder has its own memory of
     vectors; `_shared_encoder` gives the backbone's shared one."""
 
-    def __init__(self, model_dir: str, batch_size: int = DEFAULT_BATCH_SIZE, _view=None):
+    def __init__(self, model_dir: str, batch_size: int = DEFAULT_BATCH_SIZE, shared: bool = False):
         if not os.path.isdir(model_dir) or not os.path.exists(os.path.join(model_dir, "modules.json")) \
                 and not os.path.exists(os.path.join(model_dir, "config.json")):
             raise DialevalError(f"{model_dir}: not a sentence-transformers model folder "
                                 "(no modules.json or config.json)")
+        from ...backbones import load_backbone
+
         self.model_dir = model_dir
         self.batch_size = batch_size
-        self._view = _view
-
-    @property
-    def view(self):
-        if self._view is None:
-            from ...backbones import load_backbone
-
-            self._view = load_backbone(self.model_dir, kind="sentence-transformers") \
-                .text_encoder("model", batch_size=self.batch_size, shared=False)
-        return self._view
-
-    @property
-    def cache(self) -> dict:
-        return self.view.cache
+        self.view = load_backbone(model_dir, kind="sentence-transformers").text_encoder(
+            "model", batch_size=batch_size, shared=shared)
+        self.cache = self.view.cache
 
     @property
     def encoded(self) -> int:
@@ -71,11 +62,7 @@ class SentenceEncoder:
 
 def _shared_encoder(model_dir: str, batch_size: int) -> SentenceEncoder:
     """The encoder whose vectors every metric of the process shares (the backbone's shared view)."""
-    from ...backbones import load_backbone
-
-    encoder = SentenceEncoder(model_dir, batch_size)          # checks the folder first
-    encoder._view = load_backbone(model_dir, kind="sentence-transformers").text_encoder("model", batch_size=batch_size)
-    return encoder
+    return SentenceEncoder(model_dir, batch_size, shared=True)
 
 
 def _clear_shared() -> None:

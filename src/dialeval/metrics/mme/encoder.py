@@ -54,18 +54,12 @@ def _load(model_dir: str):
 class FrozenEncoder:
     """Frozen MiniLM: [mean ; max] features per text (remembered per text) and word vectors."""
 
-    def __init__(self, model_dir: str | None = None, batch_size: int = 16, _shared: bool = False):
+    def __init__(self, model_dir: str | None = None, batch_size: int = 16, shared: bool = False):
         self.model_dir = model_dir or default_encoder_dir()
         self.batch_size = batch_size
-        self._shared = _shared
-        self._view = None
-
-    @property
-    def view(self):
-        if self._view is None:
-            self._view = backbone(self.model_dir).text_encoder(POOLING, batch_size=self.batch_size, max_length=MAX_TOKENS,
-                                                               blank=BLANK, shared=self._shared)
-        return self._view
+        self.view = backbone(self.model_dir).text_encoder(POOLING, batch_size=batch_size, max_length=MAX_TOKENS,
+                                                          blank=BLANK, shared=shared)
+        self.cache = self.view.cache      # text -> features remembered so far
 
     @property
     def tokenizer(self):
@@ -96,16 +90,12 @@ class FrozenEncoder:
         return self.model.get_input_embeddings().weight.detach().numpy().astype(np.float32)
 
 
-_shared: dict[str, FrozenEncoder] = {}
-
-
 def shared_encoder(model_dir: str | None = None) -> FrozenEncoder:
-    """The encoder whose features every MME sub-metric of the process shares (its memory is the
-    backbone's shared view, forgotten by `dialeval.backbones.clear_vectors`)."""
+    """The encoder whose features every MME sub-metric of the process shares: kept beside the
+    backbone (so it lives and goes with it), its memory forgotten by
+    `dialeval.backbones.clear_vectors`."""
     key = model_dir or default_encoder_dir()
-    if key not in _shared:
-        _shared[key] = FrozenEncoder(key, _shared=True)
-    return _shared[key]
+    return backbone(key).attach("mme.frozen", lambda: FrozenEncoder(key, shared=True))
 
 
 def _clear_shared() -> None:

@@ -37,10 +37,13 @@ class MiniLMEncoder:
             self.spec = f"minilm:{model_dir}"
         self.model_dir = model_dir
         self.context_turns = int(context_turns)
-        self._encoder = load_backbone(model_dir, kind="sentence-transformers").text_encoder("model", batch_size=16)
+        load_backbone(model_dir, kind="sentence-transformers")       # a bad folder fails here, not at scoring
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encoder.encode(list(texts)).astype(np.float64)
+        from ....backbones import load_backbone
+
+        view = load_backbone(self.model_dir, kind="sentence-transformers").text_encoder("model", batch_size=16)
+        return view.encode(list(texts)).astype(np.float64)
 
     def encode_contexts(self, contexts: Sequence[Sequence[str]]) -> np.ndarray:
         k = self.context_turns
