@@ -254,3 +254,98 @@ def test_tuner_keeps_the_best_state_and_layers_round_trip(tiny_bert, tmp_path):
     assert np.abs(tuned.encode(texts) - same.encode(texts)).max() > 1e-4
     with pytest.raises(DialevalError, match="not the top layers"):
         TunedBackbone(bb, {0: bb.model.encoder.layer[0].state_dict()}, weights_id="x", base_name="tiny")
+
+
+def test_thread_policy_is_one_count_reapplied():
+    torch = pytest.importorskip("torch")
+    from dialeval.backbones.runtime import apply_thread_policy, default_threads, thread_count
+
+    count = thread_count()
+    assert count >= 1 and thread_count() == count               # decided once per process
+    if os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        assert count == int(os.environ["OMP_NUM_THREADS"]) == default_threads()
+    torch.set_num_threads(count + 1)                             # another library's choice ...
+    apply_thread_policy()
+    assert torch.get_num_threads() == count                      # ... does not leak into backbone work
+
+
+# -- GGUF: a tiny llama written with the gguf package, read back through transformers --------------------
+def _bytes_to_unicode() -> list[str]:
+    """GPT-2's byte-level alphabet: printable bytes as themselves, the others moved above 255."""
+    shown = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    hidden = [b for b in range(256) if b not in shown]
+    return [chr(b) for b in shown] + [chr(256 + k) for k in range(len(hidden))]
+
+
+def _write_tiny_llama_gguf(path):
+    """A 2-layer llama (random, seeded) as llama.cpp lays it out: its tensor names, Q and K rows
+    permuted for llama.cpp's rotary layout, a byte-level BPE vocabulary with five merges.
+    Returns the transformers model it was written from."""
+    torch = pytest.importorskip("torch")
+    gguf = pytest.importorskip("gguf")
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokens = _bytes_to_unicode() + ["he", "ll", "hell", "Ġw", "or", "<|endoftext|>"]
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokens), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         rms_norm_eps=1e-5, tie_word_embeddings=False, rope_theta=10000.0)
+    model = LlamaForCausalLM(config).eval()
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+
+    def rotary_rows(w, heads):
+        return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_name("tiny-llama")
+    w.add_context_length(64)
+    w.add_embedding_length(32)
+    w.add_block_count(2)
+    w.add_feed_forward_length(64)
+    w.add_head_count(4)
+    w.add_head_count_kv(2)
+    w.add_rope_dimension_count(8)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_freq_base(10000.0)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(tokens)
+    w.add_token_types([1] * (len(tokens) - 1) + [3])
+    w.add_token_merges(["h e", "l l", "he ll", "Ġ w", "o r"])
+    w.add_bos_token_id(len(tokens) - 1)
+    w.add_eos_token_id(len(tokens) - 1)
+    w.add_tensor("token_embd.weight", sd["model.embed_tokens.weight"])
+    for i in range(2):
+        p = f"model.layers.{i}."
+        for name, key in (("attn_norm", "input_layernorm"), ("attn_v", "self_attn.v_proj"),
+                          ("attn_output", "self_attn.o_proj"), ("ffn_norm", "post_attention_layernorm"),
+                          ("ffn_gate", "mlp.gate_proj"), ("ffn_up", "mlp.up_proj"), ("ffn_down", "mlp.down_proj")):
+            w.add_tensor(f"blk.{i}.{name}.weight", sd[p + key + ".weight"])
+        w.add_tensor(f"blk.{i}.attn_q.weight", rotary_rows(sd[p + "self_attn.q_proj.weight"], 4))
+        w.add_tensor(f"blk.{i}.attn_k.weight", rotary_rows(sd[p + "self_attn.k_proj.weight"], 2))
+    w.add_tensor("output_norm.weight", sd["model.norm.weight"])
+    w.add_tensor("output.weight", sd["lm_head.weight"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return model
+
+
+def test_gguf_causal_lm_loads_with_the_same_logits_and_tokenizer(tmp_path, capfd):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("accelerate", reason="transformers reads GGUF only with accelerate installed")
+    from dialeval.backbones import load_backbone
+
+    path = tmp_path / "tiny.gguf"
+    reference = _write_tiny_llama_gguf(path)
+    capfd.readouterr()
+    bb = load_backbone(path, task="causal-lm")
+    assert bb.kind == "gguf" and type(bb.model).__name__ == "LlamaForCausalLM"
+    assert bb.fingerprint == f"tiny.gguf:{path.stat().st_size}"
+    assert load_backbone(tmp_path, task="causal-lm").path == str(path)     # a folder with one .gguf file
+    assert capfd.readouterr().err == ""                          # no progress bar of the reader
+    ids = torch.tensor([[5, 7, 9, 11, 258]])
+    with torch.no_grad():
+        np.testing.assert_allclose(bb.model(ids).logits.numpy(), reference(ids).logits.numpy(), atol=1e-5)
+    # the byte-level BPE with its merges: "hell" + "o", "Ġw" + "or" + "l" + "d"
+    assert bb.tokenizer.tokenize("hello world") == ["hell", "o", "Ġw", "or", "l", "d"]

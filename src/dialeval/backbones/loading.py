@@ -110,17 +110,24 @@ def _load_gguf(path: str, task: str, device: str, gguf_file: str | None) -> "Bac
     file = os.path.join(folder, name)
     if not os.path.isfile(file):
         raise BackboneError(f"{file}: no such GGUF file")
-    try:
-        import gguf  # noqa: F401   transformers' GGUF reader needs it
-    except ImportError:
-        raise BackboneError(f"{file}: reading GGUF needs the `gguf` package (pip install gguf)") from None
+    import importlib.util
+
+    missing = [p for p in ("gguf", "accelerate") if importlib.util.find_spec(p) is None]
+    if missing:       # transformers' GGUF reader needs both
+        raise BackboneError(f"{file}: reading GGUF needs the {' and '.join(missing)} package"
+                            f"{'s' if len(missing) > 1 else ''} (pip install {' '.join(missing)})")
+    import contextlib
+    import io
+
     from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     auto = AutoModelForCausalLM if task == "causal-lm" else AutoModel
     try:
-        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
-        model = auto.from_pretrained(folder, gguf_file=name, local_files_only=True).to(device)
-    except (OSError, ValueError, KeyError, RuntimeError, EnvironmentError) as exc:
+        # the GGUF reader draws its own de-quantisation bar on stderr: not the user's business
+        with contextlib.redirect_stderr(io.StringIO()):
+            tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
+            model = auto.from_pretrained(folder, gguf_file=name, local_files_only=True).to(device)
+    except (OSError, ValueError, KeyError, RuntimeError, ImportError, AttributeError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BackboneError(f"{file}: not a GGUF model transformers can read ({first})") from None
     _freeze(model)

@@ -5,16 +5,17 @@ set, else the cores minus the 1-minute load average, at least 1). Chosen over MM
 "always one thread" because it gives the same answer on a loaded machine (where the idle cores
 are 1: the case MME measured, two threads several times slower when the CPU is busy) and does
 not waste an idle multi-core machine; and because two policies in one process fought (each
-family set the torch thread count to its own value on every call). The count is set the first
-time a backbone is used in a process; a user who set $OMP_NUM_THREADS, or a command that set
-`torch.set_num_threads` itself (`train lm --threads`), is not overridden afterwards.
+family set the torch thread count to its own value on every call). The count is decided once per
+process (the first time it is needed) and re-applied whenever a backbone runs; $OMP_NUM_THREADS,
+when set, is the user's decision and wins. An explicit count (`train lm --threads N`,
+`train dialogue-encoder --threads N`) applies to that training run only.
 """
 
 from __future__ import annotations
 
 import os
 
-_applied = False
+_count: int | None = None
 
 
 def default_threads() -> int:
@@ -23,15 +24,25 @@ def default_threads() -> int:
     return idle()
 
 
+def thread_count() -> int:
+    """The process's torch thread count under the policy, decided the first time it is asked
+    (so every backbone call of a process runs with the same count: the idle-core count can
+    change with the load, and a float's last bits can change with the count)."""
+    global _count
+    if _count is None:
+        _count = default_threads()
+    return _count
+
+
 def apply_thread_policy() -> None:
-    """Set torch's intra-op thread count by the policy above, once per process."""
-    global _applied
-    if _applied:
-        return
+    """Set torch's intra-op thread count to the process's count (see above). Called at every
+    load, encoding pass and training run, so that a count another library or command set in
+    between (an explicit `threads=` of a training run) does not leak into backbone work."""
     import torch
 
-    torch.set_num_threads(default_threads())
-    _applied = True
+    count = thread_count()
+    if torch.get_num_threads() != count:
+        torch.set_num_threads(count)
 
 
 def resolve_device(device: str | None) -> str:

@@ -26,7 +26,8 @@ def add_train_commands(train_sub) -> None:
     p.add_argument("--max-steps", type=int, help="stop after this many batches")
     p.add_argument("--epochs", type=float, default=3.0, help="passes over the corpus (default 3)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
-    p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="CPU threads (default: $OMP_NUM_THREADS, else the idle cores)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     from dialeval.metrics.learned.adem.hred import DialogueEncoder
 
