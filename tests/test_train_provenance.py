@@ -70,19 +70,14 @@ def test_mme_corpus_id_falls_back_for_old_folders():
 def test_mme_signatures_name_the_training_corpus(tmp_path):
     """TCM's graph and SM's masked LM come from the training corpus: two corpora give two
     signatures, each naming its corpus's hash, and none claims DailyDialog."""
-    from test_mme import _corpus, _samples, train_tiny_mme  # noqa: F401  (skips without the encoder)
+    from test_mme import _corpus, _samples
+    from test_mme_finetune import _need_encoder
 
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from dialeval.metrics.mme.encoder import default_encoder_dir
-    from dialeval.metrics.mme.model import corpus_record, train_mme
+    _need_encoder()                       # skips without torch, transformers or MiniLM
     from dialeval.metrics.mme.data import read_dialogues
+    from dialeval.metrics.mme.model import corpus_record, train_mme
     from dialeval.scoring import score
 
-    try:
-        default_encoder_dir()
-    except DialevalError as exc:
-        pytest.skip(f"no default encoder: {exc}")
     sigs = {}
     for seed in (0, 1):
         corpus = _corpus(tmp_path / f"chat{seed}_train.txt", n=40, seed=seed)
