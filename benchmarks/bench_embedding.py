@@ -56,6 +56,7 @@ def cmd_speed(args) -> None:
     samples, _ = dstc6_systems([args.system])
     batch_args = ([s.response for s in samples], [s.references for s in samples])
     print(f"DSTC6 {args.system}: {len(samples)} responses x {len(samples[0].references)} references")
+    from dialeval.backbones import load_backbone
     from dialeval.metrics.embedding import nlgeval, sentence
 
     for name in args.metrics.split(","):
@@ -63,7 +64,7 @@ def cmd_speed(args) -> None:
         sentence._shared_encoder.cache_clear()
         metric = build_metric(name, **options(args))
         if name == "sent_cosine":
-            sentence._encoder(metric.model_dir, sentence._default_threads())   # model load is not scoring
+            load_backbone(metric.model_dir, kind="sentence-transformers")   # model load is not scoring
         else:
             _ = metric.table                       # vector load is timed separately below
         start = time.perf_counter()

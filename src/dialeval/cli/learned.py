@@ -26,7 +26,8 @@ def add_train_commands(train_sub) -> None:
     p.add_argument("--max-steps", type=int, help="stop after this many batches")
     p.add_argument("--epochs", type=float, default=3.0, help="passes over the corpus (default 3)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
-    p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="CPU threads (default: $OMP_NUM_THREADS, else the idle cores)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     from dialeval.metrics.learned.adem.hred import DialogueEncoder
 
@@ -42,6 +43,9 @@ def add_train_commands(train_sub) -> None:
     p.add_argument("--data", action="append", required=True,
                    help="rated set as NAME:FOLDER (e.g. usr-tc:../shared/data/usr), or a JSONL/CSV file "
                         "with a 1-5 rating (repeatable)")
+    p.add_argument("--quality",
+                   help="the rated quality to train on (default: a registered set's own, e.g. overall; a file's "
+                        "only quality or `score`; a file with several others must name one)")
     p.add_argument("--encoder", default="minilm",
                    help="minilm (all-MiniLM-L6-v2), minilm:DIR (a sentence-transformers folder) or hred:DIR "
                         "(a `train dialogue-encoder` folder)")
@@ -114,7 +118,7 @@ def cmd_train_adem(args) -> int:
                  seed=args.seed, finetune_layers=args.finetune_layers, finetune_lr=args.finetune_lr,
                  finetune_epochs=args.finetune_epochs, finetune_minutes=args.max_minutes)
     model._check()        # a setting error (e.g. fine-tuning hred) before the data is read
-    rows = [r for spec in args.data for r in load_rated(spec)]
+    rows = [r for spec in args.data for r in load_rated(spec, quality=args.quality)]
     started = time.time()
     model.fit(rows, search=SEARCH_GRID if args.search else None, progress=_log)
     model.save(args.output)

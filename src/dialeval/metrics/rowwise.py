@@ -14,19 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backbones.batching import filled  # noqa: F401  (one fixed batch shape: see backbones/batching.py)
+
 
 def rows_times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """`a @ b` for 2-D arrays, each row of the result a function of that row of `a` only."""
     return np.einsum("ij,jk->ik", np.ascontiguousarray(a), np.ascontiguousarray(b))
-
-
-def filled(rows: list, size: int) -> list:
-    """`rows` padded to exactly `size` entries with copies of its first one.
-
-    The neural encoders batch texts of one token length; MKL rounds a product of a few rows
-    differently from the same rows among more, so a text's vector would depend on how many
-    texts of its length a shard happens to hold. Every batch is given one fixed shape instead
-    (the copies have the same length, so no padding enters), and only the first `len(rows)`
-    results are kept."""
-    rows = list(rows)
-    return rows + rows[:1] * (size - len(rows))

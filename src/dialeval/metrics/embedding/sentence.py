@@ -20,99 +20,58 @@ differed by 2.7e-7 from the same text in a batch of eight. DSTC6 through Dask sh
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from ...backbones.fingerprint import model_fingerprint  # noqa: F401  (signatures name models by it)
 from ...errors import DialevalError
 from ..base import Batch, Metric
 
 DEFAULT_BATCH_SIZE = 16
 
 
-@lru_cache(maxsize=2)
-def _encoder(model_dir: str, threads: int):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")          # a local folder only: never the model hub
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as hf_logging
-
-    # transformers draws a "Loading weights" bar on stderr; dialeval's own progress (and
-    # --json output) must be the only thing a user sees.
-    hf_logging.disable_progress_bar()
-
-    if threads > 0:
-        torch.set_num_threads(threads)
-    return SentenceTransformer(model_dir, device="cpu", local_files_only=True)
-
-
-def _default_threads() -> int:
-    """$OMP_NUM_THREADS, else the idle cores (see dialeval.models.threads)."""
-    from ...models.threads import default_threads
-
-    return default_threads()
-
-
 class SentenceEncoder:
-    """Encodes texts into unit vectors, each distinct text once per process."""
+    """Unit vectors of texts through a sentence-transformers folder's own pipeline, each distinct
+    text once: a view on the process's one copy of the model (dialeval.backbones), with the
+    fixed-shape batching described above. A directly built encoder has its own memory of
+    vectors; `_shared_encoder` gives the backbone's shared one."""
 
-    def __init__(self, model_dir: str, batch_size: int = DEFAULT_BATCH_SIZE):
+    def __init__(self, model_dir: str, batch_size: int = DEFAULT_BATCH_SIZE, shared: bool = False):
         if not os.path.isdir(model_dir) or not os.path.exists(os.path.join(model_dir, "modules.json")) \
                 and not os.path.exists(os.path.join(model_dir, "config.json")):
             raise DialevalError(f"{model_dir}: not a sentence-transformers model folder "
                                 "(no modules.json or config.json)")
+        from ...backbones import load_backbone
+
         self.model_dir = model_dir
         self.batch_size = batch_size
-        self.cache: dict[str, np.ndarray] = {}
-        self.encoded = 0   # texts actually run through the model (the rest came from the cache)
+        self.view = load_backbone(model_dir, kind="sentence-transformers").text_encoder(
+            "model", batch_size=batch_size, shared=shared)
+        self.cache = self.view.cache
+
+    @property
+    def encoded(self) -> int:
+        return self.view.encoded
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        if missing:
-            model = _encoder(self.model_dir, _default_threads())
-            rows = max(1, self.batch_size)
-            for group in _same_length_groups(model, missing):
-                for start in range(0, len(group), rows):
-                    chunk = group[start:start + rows]
-                    # a fixed shape: the chunk filled up with copies of its first text (same length)
-                    vectors = model.encode(chunk + [chunk[0]] * (rows - len(chunk)), batch_size=rows,
-                                           convert_to_numpy=True, show_progress_bar=False,
-                                           normalize_embeddings=False)
-                    for text, vec in zip(chunk, np.asarray(vectors, dtype=np.float32)):
-                        self.cache[text] = vec
-            self.encoded += len(missing)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([self.cache[t] for t in texts])
+        return self.view.encode(list(texts))
 
 
-def _same_length_groups(model, texts: list[str]) -> list[list[str]]:
-    """`texts` grouped by their token count (as the model truncates them), in a fixed order."""
-    limit = getattr(model, "max_seq_length", None) or 512
-    tokenizer = model.tokenizer
-    lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=limit)["input_ids"]]
-    groups: dict[int, list[str]] = {}
-    for text, n in zip(texts, lengths):
-        groups.setdefault(n, []).append(text)
-    return [groups[n] for n in sorted(groups)]
-
-
-@lru_cache(maxsize=4)
 def _shared_encoder(model_dir: str, batch_size: int) -> SentenceEncoder:
-    return SentenceEncoder(model_dir, batch_size)
+    """The encoder whose vectors every metric of the process shares (the backbone's shared view)."""
+    return SentenceEncoder(model_dir, batch_size, shared=True)
 
 
-def model_fingerprint(model_dir: str) -> str:
-    """Short id of the model's weights, for the signature (name + size of the weight file)."""
-    for name in ("model.safetensors", "pytorch_model.bin"):
-        path = os.path.join(model_dir, name)
-        if os.path.exists(path):
-            return f"{os.path.basename(os.path.normpath(model_dir))}:{os.path.getsize(path)}"
-    return os.path.basename(os.path.normpath(model_dir))
+def _clear_shared() -> None:
+    from ...backbones import clear_vectors
+
+    clear_vectors()
+
+
+_shared_encoder.cache_clear = _clear_shared   # type: ignore[attr-defined]  (one reset rule: backbones)
 
 
 class SentenceCosine(Metric):

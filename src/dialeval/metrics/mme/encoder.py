@@ -10,117 +10,73 @@ a small head on its features. What the sub-metrics read from it:
   pool with, and it keeps word-order and repetition traces that the mean smooths away.
 - `input_embeddings()`: the WordPiece input table, used as word vectors (RM negatives, TCM).
 
-Each distinct text is encoded once per process (`cache`), so a context shared by many
-responses, or a response scored by four sub-metrics, costs one forward pass.
+The model is the process's one copy (dialeval.backbones: the same object sent_cosine and ADEM
+read), and features come from the backbone's fixed-shape batching ("mean+max" pooling, texts of
+at most MAX_TOKENS tokens, a blank text read as "."), each distinct text once per process.
 """
 
 from __future__ import annotations
 
-import os
-from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
 
-from ...errors import DialevalError
-from ..rowwise import filled
-
 MAX_TOKENS = 128
 FEATURE_DIM = 768
+POOLING = "mean+max"
+BLANK = "."        # an empty text has no token to pool over besides [CLS]/[SEP]: read as "."
 
 
 def default_encoder_dir() -> str:
-    from ..embedding.defaults import default_sentence_model
+    from ...backbones import default_sentence_model
 
     return default_sentence_model()
 
 
 def encoder_id(model_dir: str) -> str:
-    from ..embedding.sentence import model_fingerprint
+    from ...backbones import model_fingerprint
 
     return model_fingerprint(model_dir)
 
 
-def torch_threads() -> None:
-    """One torch thread unless OMP_NUM_THREADS says otherwise: on a shared, loaded CPU a
-    second thread mostly spins (measured: 2 threads ran SM training several times slower)."""
-    import torch
+def backbone(model_dir: str | None = None):
+    from ...backbones import load_backbone
 
-    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 1))
+    return load_backbone(model_dir or default_encoder_dir())
 
 
-@lru_cache(maxsize=2)
 def _load(model_dir: str):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from transformers import AutoModel, AutoTokenizer
-
-    if not os.path.exists(os.path.join(model_dir, "config.json")):
-        raise DialevalError(f"{model_dir}: not a transformers model folder (no config.json)")
-    torch_threads()
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    model = AutoModel.from_pretrained(model_dir, local_files_only=True)
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    return tokenizer, model
+    """(tokenizer, frozen transformers model) of the shared backbone."""
+    bb = backbone(model_dir)
+    return bb.tokenizer, bb.model
 
 
 class FrozenEncoder:
-    """Frozen MiniLM: pooled features per text (cached) and masked-position states."""
+    """Frozen MiniLM: [mean ; max] features per text (remembered per text) and word vectors."""
 
-    def __init__(self, model_dir: str | None = None, batch_size: int = 16):
+    def __init__(self, model_dir: str | None = None, batch_size: int = 16, shared: bool = False):
         self.model_dir = model_dir or default_encoder_dir()
         self.batch_size = batch_size
-        self.cache: dict[str, np.ndarray] = {}
+        self.view = backbone(self.model_dir).text_encoder(POOLING, batch_size=batch_size, max_length=MAX_TOKENS,
+                                                          blank=BLANK, shared=shared)
+        self.cache = self.view.cache      # text -> features remembered so far
 
     @property
     def tokenizer(self):
-        return _load(self.model_dir)[0]
+        return backbone(self.model_dir).tokenizer
 
     @property
     def model(self):
-        return _load(self.model_dir)[1]
+        return backbone(self.model_dir).model
 
     def fingerprint(self) -> str:
         return encoder_id(self.model_dir)
 
-    def _forward(self, enc) -> "object":
-        import torch
-
-        with torch.inference_mode():
-            return self.model(**enc).last_hidden_state
-
     def features(self, texts: Sequence[str]) -> np.ndarray:
         """(n, 768) float32: [mean-pooled ; max-pooled] last-layer token states."""
-        import torch
-
-        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        if missing:
-            # one token length per batch: no padding, so a text's features never depend on the
-            # other texts of the run (sharded, resumed and Dask runs give the same bits)
-            inputs = [c if c.strip() else "." for c in missing]
-            lengths = [len(ids) for ids in self.tokenizer(inputs, truncation=True,
-                                                          max_length=MAX_TOKENS)["input_ids"]]
-            groups: dict[int, list[int]] = {}
-            for i, n in enumerate(lengths):
-                groups.setdefault(n, []).append(i)
-            batches = [idx[s:s + self.batch_size] for n in sorted(groups)
-                       for idx in [groups[n]] for s in range(0, len(idx), self.batch_size)]
-            for rows in batches:
-                chunk = [missing[i] for i in rows]
-                enc = self.tokenizer([inputs[i] for i in filled(rows, self.batch_size)], padding=True,
-                                     truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
-                hidden = self._forward(enc)
-                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-                maxed = hidden.masked_fill(mask == 0, -1e4).max(1).values
-                feats = torch.cat([mean, maxed], dim=1).numpy().astype(np.float32)
-                for text, vec in zip(chunk, feats):
-                    self.cache[text] = vec
         if not texts:
             return np.zeros((0, FEATURE_DIM), dtype=np.float32)
-        return np.stack([self.cache[t] for t in texts])
+        return self.view.encode(list(texts))
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """WordPiece ids of each text, without [CLS]/[SEP], truncated to fit MAX_TOKENS."""
@@ -134,6 +90,18 @@ class FrozenEncoder:
         return self.model.get_input_embeddings().weight.detach().numpy().astype(np.float32)
 
 
-@lru_cache(maxsize=2)
 def shared_encoder(model_dir: str | None = None) -> FrozenEncoder:
-    return FrozenEncoder(model_dir)
+    """The encoder whose features every MME sub-metric of the process shares: kept beside the
+    backbone (so it lives and goes with it), its memory forgotten by
+    `dialeval.backbones.clear_vectors`."""
+    key = model_dir or default_encoder_dir()
+    return backbone(key).attach("mme.frozen", lambda: FrozenEncoder(key, shared=True))
+
+
+def _clear_shared() -> None:
+    from ...backbones import clear_vectors
+
+    clear_vectors()
+
+
+shared_encoder.cache_clear = _clear_shared   # type: ignore[attr-defined]  (one reset rule: backbones)

@@ -72,9 +72,9 @@ def train_head(x: np.ndarray, y: np.ndarray, *, hidden: int = 256, epochs: int =
     info holds the held-out rows' indices, losses, accuracy and the epochs run."""
     import torch
 
-    from .encoder import torch_threads
+    from ...backbones import apply_thread_policy
 
-    torch_threads()
+    apply_thread_policy()
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     x = np.asarray(x, dtype=np.float32)

@@ -91,9 +91,11 @@ class MMETopicCoherence(_MMEBase):
     reads_context = True
 
     def signature_options(self):
-        from .topic import GRAPH_RECIPE
+        from .model import corpus_id
+        from .topic import GRAPH_SIGNATURE
 
-        return super().signature_options() + [("graph", GRAPH_RECIPE)]
+        # the graph is built from the training corpus: its recipe and that corpus's hash
+        return super().signature_options() + [("graph", f"{GRAPH_SIGNATURE}@{corpus_id(self.model.root, 'tcm')}")]
 
 
 class MMEEngagement(_MMEBase):
@@ -114,7 +116,11 @@ class _MMESpecificity(_MMEBase):
         return self.sub_model.normalise(self.variant, raw)
 
     def signature_options(self):
-        return super().signature_options() + [("mlm", "dd-train-tiny-bert"), ("variant", self.variant)]
+        from .model import corpus_id
+
+        # the masked LM is trained on the training corpus: named by that corpus's hash
+        return super().signature_options() + [("mlm", f"tiny-bert@{corpus_id(self.model.root, 'sm')}"),
+                                              ("variant", self.variant)]
 
 
 class MMESpecificityNLL(_MMESpecificity):

@@ -14,7 +14,7 @@ import json
 import os
 import time
 from functools import lru_cache
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ...errors import DialevalError
 from ...models.store import read_manifest, verify, write_manifest
@@ -73,6 +73,7 @@ def train_mme(corpus: str, output: str, *, engagement: str | None = None, only: 
         raise DialevalError("training EM needs --engagement FOLDER (the predictive-engagement data), "
                             "or leave em out with --only")
     dialogues = read_dialogues(corpus)
+    trained_on = corpus_record(corpus, dialogues)
     sample = sample_dialogues(dialogues, max_examples, seed)
     utterances = [u for d in sample for u in d]
     classes = _classes()
@@ -104,7 +105,7 @@ def train_mme(corpus: str, output: str, *, engagement: str | None = None, only: 
         model.save(os.path.join(output, name))
         root.setdefault("submetrics", {})[name] = {
             "estimator": type(model).__name__, "params": model.get_params(), "info": model.info_,
-            "encoder_mode": getattr(model, "encoder_mode", "own model (no MiniLM pass)"),
+            "encoder_mode": getattr(model, "encoder_mode", "own model (no MiniLM pass)"), "corpus": trained_on,
             "wall_seconds": round(time.monotonic() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1)}
         say(f"[mme] {name}: {root['submetrics'][name]['wall_seconds']} s wall, "
             f"{root['submetrics'][name]['cpu_seconds']} s CPU")
@@ -114,6 +115,28 @@ def train_mme(corpus: str, output: str, *, engagement: str | None = None, only: 
                      "sample_utterances": len(utterances)})
         _write_root(output, root)
     return root
+
+
+def corpus_record(path: str, dialogues: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """What a sub-metric was trained on, for its signature: the corpus file's name and a hash of
+    the dialogues as read (so a zip and its unpacked text give the same hash, and another
+    corpus never passes for DailyDialog)."""
+    digest = hashlib.sha256()
+    for dialogue in dialogues:
+        digest.update("\x1f".join(dialogue).encode("utf-8", "surrogatepass"))
+        digest.update(b"\x1e")
+    return {"name": os.path.basename(os.path.normpath(path)), "sha256": digest.hexdigest()[:12],
+            "dialogues": len(dialogues)}
+
+
+def corpus_id(root: Mapping[str, Any], sub: str) -> str:
+    """`NAME#HASH` of the corpus `sub` was trained on; folders trained before the hash was
+    recorded give `NAME#unrecorded`."""
+    record = ((root.get("submetrics") or {}).get(sub) or {}).get("corpus")
+    if record:
+        return f"{record['name']}#{record['sha256']}"
+    name = os.path.basename(os.path.normpath(str(root.get("corpus") or "unknown-corpus")))
+    return f"{name}#unrecorded"
 
 
 def _read_root(folder: str) -> dict[str, Any]:

@@ -62,9 +62,9 @@ class SpecificityModel(Estimator):
     def fit(self, sentences: Sequence[str], deadline: float | None = None) -> "SpecificityModel":
         import torch
 
-        from .encoder import torch_threads
+        from ...backbones import apply_thread_policy
 
-        torch_threads()
+        apply_thread_policy()
         from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
         from transformers import BertForMaskedLM
 
@@ -153,9 +153,9 @@ class SpecificityModel(Estimator):
         """-log p of each token of each text with that token alone masked."""
         import torch
 
-        from .encoder import torch_threads
+        from ...backbones import apply_thread_policy
 
-        torch_threads()
+        apply_thread_policy()
 
         self.check_fitted()
         tok = self.tokenizer_

@@ -15,6 +15,9 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
+from ...backbones.tuning import by_layer as _by_layer
+from ...backbones.tuning import is_base
+from ...backbones.tuning import tensors_id as _tensors_id
 from ...models.estimator import Estimator
 from .heads import head_forward, sigmoid, train_head
 from .normalise import apply_range, fit_range
@@ -178,33 +181,9 @@ class HeadSubMetric(Estimator):
         model's own, which happens when no fine-tuned epoch beat the head-only start on the
         held-out rows: the features are then the frozen ones, bit for bit, and sharing the
         frozen encoder saves a whole encoding pass."""
-        from .encoder import _load, default_encoder_dir
+        from .encoder import backbone
         from .finetune import TunedEncoder
 
-        base = _load(self.encoder or default_encoder_dir())[1]
-        base_id = _tensors_id({f"encoder.layer.{i}.{k}": v for i in layers
-                               for k, v in base.encoder.layer[i].state_dict().items()})
-        if base_id == self.weights_id_:
+        if is_base(backbone(self.encoder).model, layers, self.weights_id_):
             return None
         return TunedEncoder(layers, self.encoder, self.weights_id_)
-
-
-def _tensors_id(tensors: Mapping[str, Any]) -> str:
-    """A content hash of the tuned tensors (names, shapes, float32 bytes), independent of the
-    file's layout: the identity that goes into the metric's signature."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for name in sorted(tensors):
-        arr = tensors[name].detach().cpu().numpy().astype(np.float32)
-        digest.update(f"{name}:{arr.shape}".encode())
-        digest.update(arr.tobytes())
-    return digest.hexdigest()[:12]
-
-
-def _by_layer(tensors: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
-    out: dict[int, dict[str, Any]] = {}
-    for key, value in tensors.items():
-        _, _, index, name = key.split(".", 3)
-        out.setdefault(int(index), {})[name] = value
-    return out

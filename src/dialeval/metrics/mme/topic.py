@@ -2,7 +2,8 @@
 
 GRADE links the keywords of context and response through ConceptNet and runs a graph
 attention network over that topic graph. ConceptNet cannot be had here, so the graph's edges
-come from DailyDialog train itself. The recipe (recorded in the signature as `GRAPH_RECIPE`):
+come from the training corpus (DailyDialog train by default) itself. The recipe (in the
+signature as `GRAPH_SIGNATURE@CORPUS#HASH`, the hash of the corpus the graph was built from):
 
 - keywords: lower-cased alphabetic words of 3+ letters, not stop-words, among the `vocab_size`
   most frequent such words of DailyDialog train (at least `min_count` turns); per utterance
@@ -43,7 +44,8 @@ from .data import content_words, context_text, pairs_of
 from .heads import EarlyStopping
 from .normalise import apply_range, fit_range
 
-GRAPH_RECIPE = "dd-train-ppmi-adjacent+minilm-input-cos"
+GRAPH_RECIPE = "dd-train-ppmi-adjacent+minilm-input-cos"    # the training record's name (kept as it was)
+GRAPH_SIGNATURE = "ppmi-adjacent+minilm-input-cos"           # the signature adds the corpus's own hash
 EDGE_FEATURES = 3
 
 
@@ -240,9 +242,9 @@ class TopicCoherenceModel(Estimator):
         CLI passes all of DailyDialog train), training pairs from `dialogues`."""
         import torch
 
-        from .encoder import torch_threads
+        from ...backbones import apply_thread_policy
 
-        torch_threads()
+        apply_thread_policy()
 
         from .encoder import shared_encoder
 
@@ -332,9 +334,9 @@ class TopicCoherenceModel(Estimator):
         value would depend on how many samples its shard holds."""
         import torch
 
-        from .encoder import torch_threads
+        from ...backbones import apply_thread_policy
 
-        torch_threads()
+        apply_thread_policy()
 
         self.check_fitted()
         graphs = self._graphs()
@@ -366,9 +368,9 @@ class TopicCoherenceModel(Estimator):
     def _set_state(self, values: Mapping[str, Any], arrays: Mapping[str, np.ndarray], directory: str) -> None:
         import torch
 
-        from .encoder import torch_threads
+        from ...backbones import apply_thread_policy
 
-        torch_threads()
+        apply_thread_policy()
 
         try:
             self.vocab_ = list(values["vocab_"])

@@ -84,22 +84,29 @@ def dailydialog_next_turns(path: str) -> dict[str, str]:
     return nxt
 
 
-def load_rated(spec: str, *, dailydialog_test: str | None = None) -> list[RatedRow]:
-    """Rows of `NAME:FOLDER` (a registered rated set) or of a JSONL/CSV samples file."""
+def load_rated(spec: str, *, quality: str | None = None, dailydialog_test: str | None = None) -> list[RatedRow]:
+    """Rows of `NAME:FOLDER` (a registered rated set) or of a JSONL/CSV samples file, scored by
+    `quality` (default: the set's own quality; for a file, its only quality or `score`)."""
     name, sep, path = spec.partition(":")
     if not sep or name not in RATED_SETS:
         if os.path.isfile(spec):
-            return _rows_from_file(spec)
+            return _rows_from_file(spec, quality)
         known = ", ".join(RATED_SETS)
         raise DialevalError(f"--data {spec!r}: give NAME:FOLDER with NAME one of {known}, or a samples file")
-    return load_rated_set(name, path, dailydialog_test=dailydialog_test)
+    return load_rated_set(name, path, quality=quality, dailydialog_test=dailydialog_test)
 
 
-def load_rated_set(name: str, path: str, *, dailydialog_test: str | None = None) -> list[RatedRow]:
+def load_rated_set(name: str, path: str, *, quality: str | None = None,
+                   dailydialog_test: str | None = None) -> list[RatedRow]:
     from ....data.datasets import load_dataset
 
     rs = RATED_SETS[name]
+    if quality is not None and quality != rs.quality:
+        rs = RatedSet(quality, rs.folder, rs.exclude_systems, rs.references)
     ds = load_dataset(name, path, exclude_systems=rs.exclude_systems)
+    if rs.quality not in ds.info.scales:
+        raise DialevalError(f"{name}: no quality {rs.quality!r}; it has {', '.join(sorted(ds.info.scales))} "
+                            "(choose with --quality)")
     low, high = ds.info.scales[rs.quality]
     nxt = None
     if rs.references == "dailydialog-next":
@@ -128,15 +135,29 @@ def load_rated_set(name: str, path: str, *, dailydialog_test: str | None = None)
     return rows
 
 
-def _rows_from_file(path: str) -> list[RatedRow]:
+def _rows_from_file(path: str, quality: str | None = None) -> list[RatedRow]:
+    """Rows of a samples file. One quality trains ADEM: the one asked for, else `score`, else
+    the file's only one; a file with several and no choice is refused (taking one silently
+    would train on a judgement the user did not pick)."""
     from ....data.readers import read_samples
 
-    rows = []
-    for s in read_samples(path):
-        qualities = list(s.ratings)
-        if not qualities:
+    samples = list(read_samples(path))
+    for s in samples:
+        if not s.ratings:
             raise DialevalError(f"{path}: sample {s.id!r} has no rating to train on")
-        quality = "score" if "score" in s.ratings else qualities[0]
+    found = list(dict.fromkeys(q for s in samples for q in s.ratings))
+    if quality is None:
+        if "score" in found or len(found) == 1:
+            quality = "score" if "score" in found else found[0]
+        else:
+            raise DialevalError(f"{path}: the samples carry several qualities ({', '.join(found)}); "
+                                "choose one with --quality")
+    elif quality not in found:
+        raise DialevalError(f"{path}: no sample has the quality {quality!r}; the file has {', '.join(found)}")
+    rows = []
+    for s in samples:
+        if s.human(quality) != s.human(quality):
+            continue                   # this sample was not rated on the chosen quality
         rows.append(RatedRow(id=f"{os.path.basename(path)}/{s.id}", dataset=os.path.basename(path),
                              context=list(s.context), response=s.response, references=list(s.references),
                              score=s.human(quality), system=s.system,

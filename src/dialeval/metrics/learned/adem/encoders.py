@@ -22,12 +22,14 @@ from ....errors import DialevalError
 
 
 class MiniLMEncoder:
+    """A sentence-transformers backbone's own vectors (mean pooling + L2 normalisation for
+    all-MiniLM-L6-v2), shared with sent_cosine: the same model object and the same remembered
+    vectors (dialeval.backbones)."""
+
     def __init__(self, model_dir: str | None = None, context_turns: int = 3):
-        from ...embedding.sentence import SentenceEncoder
+        from ....backbones import default_sentence_model, load_backbone
 
         if model_dir is None:
-            from ...embedding.defaults import default_sentence_model
-
             model_dir = default_sentence_model()
             self.spec = "minilm"
         else:
@@ -35,17 +37,20 @@ class MiniLMEncoder:
             self.spec = f"minilm:{model_dir}"
         self.model_dir = model_dir
         self.context_turns = int(context_turns)
-        self._encoder = SentenceEncoder(model_dir)
+        load_backbone(model_dir, kind="sentence-transformers")       # a bad folder fails here, not at scoring
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encoder.encode(list(texts)).astype(np.float64)
+        from ....backbones import load_backbone
+
+        view = load_backbone(self.model_dir, kind="sentence-transformers").text_encoder("model", batch_size=16)
+        return view.encode(list(texts)).astype(np.float64)
 
     def encode_contexts(self, contexts: Sequence[Sequence[str]]) -> np.ndarray:
         k = self.context_turns
         return self.encode_texts([" ".join(list(c)[-k:]) if k > 0 else "" for c in contexts])
 
     def fingerprint(self) -> str:
-        from ...embedding.sentence import model_fingerprint
+        from ....backbones import model_fingerprint
 
         return "all-MiniLM-L6-v2" if self.spec == "minilm" else model_fingerprint(self.model_dir)
 

@@ -127,8 +127,9 @@ class DialogueEncoder(Estimator):
     The defaults have 7.2M parameters. Three epochs of DailyDialog train are 3,565 batches of
     64; on a shared, heavily loaded 2-core machine one thread did 691 batches in 25 minutes
     (about 2.2 s a batch), so an idle 2-core CPU is expected to need about an hour for the
-    default `max_minutes=60` budget (an estimate: not measured idle). On a busy machine use one
-    thread: two OpenMP threads competing for oversubscribed cores were ~17x slower.
+    default `max_minutes=60` budget (an estimate: not measured idle). Threads: `threads=0` (the
+    default) follows the backbone policy, the idle cores, so a busy machine gets one thread: two
+    OpenMP threads competing for oversubscribed cores were ~17x slower.
     """
 
     kind = KIND
@@ -137,7 +138,7 @@ class DialogueEncoder(Estimator):
                  latent_dim: int = 64, dec_dim: int = 384, max_turns: int = 3, max_len: int = 30,
                  word_drop: float = 0.25, kl_anneal_steps: int = 2000, lr: float = 2e-3,
                  batch_size: int = 64, epochs: float = 3.0, max_minutes: float | None = 60.0,
-                 max_steps: int | None = None, seed: int = 0, threads: int = 2, device: str = "cpu"):
+                 max_steps: int | None = None, seed: int = 0, threads: int = 0, device: str = "cpu"):
         self.vocab_size = vocab_size
         self.emb_dim = emb_dim
         self.utt_dim = utt_dim
@@ -239,8 +240,13 @@ class DialogueEncoder(Estimator):
             raise DialevalError("no dialogues to train the encoder on")
         torch.manual_seed(self.seed)
         rng = random.Random(self.seed)
-        if self._device() == "cpu" and self.threads > 0:
-            torch.set_num_threads(self.threads)
+        if self._device() == "cpu":
+            if self.threads > 0:
+                torch.set_num_threads(self.threads)
+            else:
+                from ....backbones.runtime import apply_thread_policy
+
+                apply_thread_policy()       # the idle cores (or $OMP_NUM_THREADS): see docs/backbones.md
         counts = Counter(t for d in dialogues for u in d for t in tokenize(u))
         self.vocab_ = list(SPECIALS) + [w for w, _ in counts.most_common(max(0, self.vocab_size - len(SPECIALS)))]
         self._index_cache = None

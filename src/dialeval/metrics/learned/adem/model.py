@@ -42,6 +42,7 @@ from ....errors import DialevalError
 from ....models.estimator import Estimator
 from ...rowwise import rows_times
 from .data import RatedRow, split_by_context
+from .ranks import average_ranks, spearman  # noqa: F401  (part of this module's interface)
 
 KIND = "adem"
 VARIANTS = ("adem", "c_adem", "r_adem")
@@ -115,6 +116,10 @@ class Adem(Estimator):
         if self.pca_dims == 0:
             return 1 << 30
         return int(self.pca_dims or PRESETS[self.preset]["pca_dims"])
+
+    def penalty(self) -> str:
+        """The preset's norm on M and N: "l1" (paper) or "l2" (released, squared)."""
+        return PRESETS[self.preset]["penalty"]
 
     def gamma_value(self) -> float:
         return float(PRESETS[self.preset]["gamma"] if self.gamma is None else self.gamma)
@@ -455,17 +460,17 @@ class Adem(Estimator):
     def _extra_files(self) -> dict[str, str]:
         """A VHRED encoder travels inside the ADEM folder (`encoder/`), so a model can be moved
         or shared as one folder; its files are in ADEM's manifest too. Fine-tuned MiniLM layers
-        are written to `encoder.safetensors` (MME's layout: the base model's tensor names)."""
+        are written to `encoder.safetensors` (dialeval.backbones' layout: the base model's tensor names)."""
         from .encoders import parse_encoder_spec
 
         kind, path = parse_encoder_spec(self.encoder)
         if self.is_tuned():
             import tempfile
 
-            from ...mme.finetune import WEIGHTS_FILE, save_layers
+            from ....backbones.tuning import WEIGHTS_FILE, save_layers
 
             tmp = os.path.join(tempfile.mkdtemp(prefix="dialeval-adem-"), WEIGHTS_FILE)
-            save_layers(self.tuned_layers_, tmp)
+            save_layers(self.tuned_layers_, tmp, content="dialeval adem tuned MiniLM layers")
             return {WEIGHTS_FILE: tmp}
         if kind != "hred":
             return {}
@@ -495,39 +500,19 @@ class Adem(Estimator):
     def _load_tuned_layers(self, values: Mapping[str, Any], directory: str) -> None:
         """Read `encoder.safetensors` (already checked by the manifest) and check that its
         tensors are the ones recorded at training (the content hash in config.json)."""
-        from ...mme.finetune import WEIGHTS_FILE, load_layers
+        from ....backbones.tuning import WEIGHTS_FILE, load_layers, tensors_id
         from .encoders import make_encoder
-        from .finetune import tensors_id
+        from .finetune import backbone
 
         path = os.path.join(directory, WEIGHTS_FILE)
         if not os.path.exists(path):
             raise DialevalError(f"{directory}: a fine-tuned ADEM without its {WEIGHTS_FILE}")
         indices = [int(i) for i in values.get("tuned_indices_") or []]
-        layers = load_layers(path, indices, make_encoder(self.encoder, int(self.context_turns)).model_dir)
+        base = backbone(make_encoder(self.encoder, int(self.context_turns)).model_dir).model
+        layers = load_layers(path, indices, base, what="a fine-tuned ADEM model")
         self.tuned_layers_ = {f"encoder.layer.{i}.{k}": v for i, d in layers.items() for k, v in d.items()}
         if tensors_id(self.tuned_layers_) != str(values["weights_id_"]):
             raise DialevalError(f"{directory}/{WEIGHTS_FILE}: its tensors differ from the ones recorded at training")
-
-
-def average_ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n with ties given their mean rank (as scipy's rankdata), in numpy alone: the
-    early-stopping check runs every epoch and importing scipy.stats costs seconds."""
-    order = np.argsort(x, kind="mergesort")
-    xs = x[order]
-    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
-    ends = np.r_[starts[1:], len(x)]
-    mean_rank = (starts + ends + 1) / 2.0
-    ranks = np.empty(len(x))
-    ranks[order] = np.repeat(mean_rank, ends - starts)
-    return ranks
-
-
-def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    ra, rb = average_ranks(np.asarray(a, float)), average_ranks(np.asarray(b, float))
-    ra -= ra.mean()
-    rb -= rb.mean()
-    den = math.sqrt(float(ra @ ra) * float(rb @ rb))
-    return float(ra @ rb / den) if den > 0 else math.nan
 
 
 class _Adam:

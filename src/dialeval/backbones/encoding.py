@@ -1,0 +1,130 @@
+"""Texts through a backbone: pooled vectors (remembered per text) and per-token states.
+
+Both run the fixed-shape batching of batching.py, so a text's numbers depend on the text alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import DialevalError
+from .batching import filled, length_batches
+from .pooling import POOLINGS, normalize as l2_normalize, pool
+
+
+class TextEncoder:
+    """Vectors of texts under one setting, each distinct text run once.
+
+    pooling "model" runs a sentence-transformers folder's own pipeline (`SentenceTransformer.
+    encode`, truncation at its max_seq_length; `normalize` True adds an L2 normalisation on top,
+    None/False keeps the pipeline's output: all-MiniLM-L6-v2's pipeline ends with its own Normalize
+    module); the other poolings run the transformers model and pool its last layer (`normalize`
+    True: L2-normalised). `blank`: what an empty or blank text is read as (None: as it is).
+    """
+
+    def __init__(self, backbone, pooling: str = "model", normalize: bool | None = None, batch_size: int = 16,
+                 max_length: int | None = None, blank: str | None = None):
+        if pooling not in POOLINGS:
+            raise DialevalError(f"pooling {pooling!r}: choose from {', '.join(POOLINGS)}")
+        if pooling == "model" and backbone.sentence_model is None:
+            pooling = "mean"             # a plain folder has no pipeline of its own: mean pooling
+        self.backbone, self.pooling, self.normalize = backbone, pooling, normalize
+        self.batch_size = max(1, int(batch_size))
+        self.max_length = int(max_length or backbone.max_length)
+        self.blank = blank
+        self.cache: dict[str, np.ndarray] = {}
+        self.encoded = 0   # texts actually run through the model (the rest came from the cache)
+
+    def clear(self) -> None:
+        self.cache.clear()
+
+    @property
+    def dim(self) -> int:
+        return self.backbone.hidden_size * (2 if self.pooling == "mean+max" else 1)
+
+    def inputs(self, texts: Sequence[str]) -> list[str]:
+        if self.blank is None:
+            return list(texts)
+        return [t if t.strip() else self.blank for t in texts]
+
+    def lengths(self, inputs: Sequence[str]) -> list[int]:
+        ids = self.backbone.tokenizer(list(inputs), truncation=True, max_length=self.max_length)["input_ids"]
+        return [len(x) for x in ids]
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if missing:
+            inputs = self.inputs(missing)
+            for rows in length_batches(self.lengths(inputs), self.batch_size):
+                vectors = self._run([inputs[i] for i in filled(rows, self.batch_size)])
+                for r, i in enumerate(rows):
+                    self.cache[missing[i]] = vectors[r]
+            self.encoded += len(missing)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self.cache[t] for t in texts])
+
+    def _run(self, batch: list[str]) -> np.ndarray:
+        """One fixed-shape batch (all texts of one token length) -> float32 vectors."""
+        bb = self.backbone
+        if self.pooling == "model":
+            vectors = bb.sentence_model.encode(batch, batch_size=len(batch), convert_to_numpy=True,
+                                               show_progress_bar=False, normalize_embeddings=bool(self.normalize))
+            return np.asarray(vectors, dtype=np.float32)
+        import torch
+
+        enc = bb.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        enc = {k: v.to(bb.device) for k, v in enc.items()}
+        with torch.inference_mode():
+            hidden = bb.model(**enc).last_hidden_state
+            vectors = pool(hidden, enc["attention_mask"], self.pooling)
+            if self.normalize:
+                vectors = l2_normalize(vectors)
+        return vectors.cpu().numpy().astype(np.float32)
+
+
+@dataclass
+class TokenStates:
+    """One text's tokens as the backbone read them: `states` (tokens x dim float32, of the chosen
+    layer), `input_ids`, `offsets` (character spans in the text; (0, 0) for special tokens) and
+    `special` (True where the tokenizer added the token: [CLS], [SEP], BOS, ...)."""
+
+    states: np.ndarray
+    input_ids: list[int]
+    offsets: list[tuple[int, int]]
+    special: np.ndarray
+
+
+def token_states(backbone, texts: Sequence[str], layer: int = -1, batch_size: int = 16,
+                 max_length: int | None = None) -> list[TokenStates]:
+    import torch
+
+    tokenizer = backbone.tokenizer
+    if not getattr(tokenizer, "is_fast", False):
+        raise DialevalError(f"{backbone.path}: token offsets need a fast tokenizer (tokenizer.json)")
+    limit = int(max_length or backbone.max_length)
+    texts = list(texts)
+    lengths = [len(x) for x in tokenizer(texts, truncation=True, max_length=limit)["input_ids"]]
+    out: list[TokenStates | None] = [None] * len(texts)
+    size = max(1, int(batch_size))
+    for rows in length_batches(lengths, size):
+        batch = [texts[i] for i in filled(rows, size)]
+        enc = tokenizer(batch, padding=True, truncation=True, max_length=limit, return_tensors="pt",
+                        return_offsets_mapping=True, return_special_tokens_mask=True)
+        offsets = enc.pop("offset_mapping")
+        special = enc.pop("special_tokens_mask")
+        enc = {k: v.to(backbone.device) for k, v in enc.items()}
+        with torch.inference_mode():
+            hidden = backbone.model(**enc, output_hidden_states=True).hidden_states
+            if not -len(hidden) <= layer < len(hidden):
+                raise DialevalError(f"{backbone.path}: layer {layer} out of range (the model has "
+                                    f"{len(hidden) - 1} layers; 0 = embeddings)")
+            states = hidden[layer].float().cpu().numpy()
+        for r, i in enumerate(rows):
+            out[i] = TokenStates(states[r].astype(np.float32), enc["input_ids"][r].tolist(),
+                                 [tuple(int(v) for v in o) for o in offsets[r].tolist()],
+                                 special[r].numpy().astype(bool))
+    return out  # type: ignore[return-value]

@@ -1,0 +1,50 @@
+"""A BERT-style encoder split at a layer: embeddings, a run of layers, and the attention mask in
+the form those layers expect. The tuner trains the top layers of this split, and the lower
+layers' output is computed once per text (see tuning.py)."""
+
+from __future__ import annotations
+
+
+def encoder_layers(model):
+    """The model's list of transformer layers (BERT, MiniLM, MPNet, RoBERTa keep it at
+    `encoder.layer`)."""
+    from ..errors import DialevalError
+
+    try:
+        return model.encoder.layer
+    except AttributeError:
+        raise DialevalError(f"{type(model).__name__}: no encoder.layer list; top-layer tuning needs a "
+                            "BERT-style encoder") from None
+
+
+def _mask(model, hidden, attention_mask):
+    """The attention mask in the form the model's layers expect (eager, sdpa, ...)."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    return create_bidirectional_mask(config=model.config, inputs_embeds=hidden, attention_mask=attention_mask)
+
+
+def run_layers(model, layers, hidden, attention_mask):
+    mask = _mask(model, hidden, attention_mask)
+    for layer in layers:
+        hidden = layer(hidden, mask)
+        if isinstance(hidden, tuple):          # older transformers return (hidden, ...)
+            hidden = hidden[0]
+    return hidden
+
+
+def embed(model, input_ids):
+    return model.embeddings(input_ids=input_ids)
+
+
+def pad_states(states):
+    """Token-state tensors of different lengths as one zero-padded batch and its mask."""
+    import torch
+
+    width = max(s.shape[0] for s in states)
+    hidden = torch.zeros(len(states), width, states[0].shape[1])
+    att = torch.zeros(len(states), width, dtype=torch.long)
+    for r, s in enumerate(states):
+        hidden[r, :s.shape[0]] = s
+        att[r, :s.shape[0]] = 1
+    return hidden, att
