@@ -417,6 +417,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-mpnet", action="store_true", help="leave MPNet out (also DIALEVAL_NO_MPNET=1)")
     sub.add_parser("status", help="where each backbone is, and whether it is prepared")
     args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")   # everything is local; never ask the hub
     try:
         if args.command == "status":
             for name, spec in BACKBONES.items():
