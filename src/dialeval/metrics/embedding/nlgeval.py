@@ -92,6 +92,11 @@ def resolve_vectors(word_vectors: str | os.PathLike | None):
     if isinstance(word_vectors, str) and word_vectors in VECTOR_NAMES and not os.path.exists(word_vectors):
         name = VECTOR_NAMES[word_vectors]
         word_vectors = named_vectors_path(word_vectors)
+    elif not os.path.exists(word_vectors):
+        from ...errors import InputError
+
+        raise InputError(f"no such word-vector file (nor one of the names {', '.join(VECTOR_NAMES)})",
+                         path=os.fspath(word_vectors))
     path = os.path.abspath(os.fspath(word_vectors))
     try:
         st = os.stat(path)
