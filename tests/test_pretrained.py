@@ -16,6 +16,9 @@ from dialeval.errors import DialevalError
 from dialeval.metrics.base import Batch
 from dialeval.models import pretrained
 
+# install.sh prepares into the user's cache; read before the fixture below redirects it
+INSTALLED_ROOT = pretrained.pretrained_root()
+
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
@@ -196,6 +199,23 @@ def test_packaged_mpnet_parts_are_found_in_order():
     assert [p.name for p in parts] == [f"all-mpnet-base-v2.zip.00{i}" for i in range(1, 6)]
     with open(parts[0], "rb") as handle:
         assert handle.read(4) == b"PK\x03\x04"   # the split starts with the zip's first header
+
+
+@pytest.mark.slow
+def test_prepared_smollm2_loads_offline_and_predicts_text():
+    folder = INSTALLED_ROOT / pretrained.SMOLLM2.name
+    if not pretrained.is_prepared(folder):
+        pytest.skip(f"SmolLM2 is not prepared at {folder} (install.sh prepares it)")
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=torch.float32)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    assert model.config.model_type == "llama" and model.config.vocab_size == 49152
+    ids = tokenizer("Hello, how are you today? I am fine, thank you.", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        loss = model(ids, labels=ids).loss.item()
+    # far below a uniform guess over the vocabulary, ln(49152) = 10.8 nats
+    assert 0 < loss < 6
 
 
 # -- GloVe 6B-50d, the default word vectors ---------------------------------------------------

@@ -247,6 +247,21 @@ def dequantise_gguf(gguf_path: Path, output: Path) -> None:
     except ImportError:
         raise DialevalError("dequantising a GGUF model needs torch, transformers, gguf and accelerate: "
                             "pip install 'dialeval[pretrained]'") from None
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()   # install.sh's log gets one line per backbone, not bars
+    try:
+        _dequantise(gguf_path, output)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _dequantise(gguf_path: Path, output: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     folder, name = str(gguf_path.parent), gguf_path.name
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
