@@ -218,6 +218,20 @@ def test_prepared_smollm2_loads_offline_and_predicts_text():
     assert 0 < loss < 6
 
 
+@pytest.mark.slow
+def test_prepared_mpnet_encodes_offline():
+    folder = INSTALLED_ROOT / pretrained.MPNET.name
+    if not pretrained.is_prepared(folder):
+        pytest.skip(f"all-mpnet-base-v2 is not prepared at {folder} (install.sh prepares it unless --no-mpnet)")
+    st = pytest.importorskip("sentence_transformers")
+    model = st.SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+    vectors = model.encode(["How are you today?", "How are you doing today?", "The stock market fell."],
+                           normalize_embeddings=True)
+    assert vectors.shape == (3, 768)
+    close, far = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
+    assert close > 0.8 and far < 0.3
+
+
 # -- GloVe 6B-50d, the default word vectors ---------------------------------------------------
 
 # The first row of Stanford's glove.6B.50d.txt ("the"), first five values.
