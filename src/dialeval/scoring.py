@@ -127,7 +127,8 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
     names the closest valid one):
         meteor_resources: folder with METEOR 1.5's jar and paraphrase table (meteor)
         meteor_workers: processes that align METEOR pairs (meteor)
-        word_vectors: word-vector file or trained vectors folder (emb_average, emb_extrema, emb_greedy)
+        word_vectors: word-vector file or vectors folder, or a name: glove-6b-50d (default) or minilm
+            (emb_average, emb_extrema, emb_greedy)
         vector_case: keep or lower, how words are looked up (emb_*)
         sentence_model: local sentence-transformers folder (sent_cosine)
         sentence_batch_size: texts per encoder batch (sent_cosine)

@@ -98,7 +98,7 @@ class SentenceCosine(Metric):
     def model_dir(self) -> str:
         if self._model_dir is None:
             if self.sentence_model is None:
-                from .defaults import default_sentence_model
+                from ...backbones.defaults import default_sentence_model
 
                 self._model_dir = default_sentence_model()
             else:

@@ -23,7 +23,7 @@ from collections import Counter
 import numpy as np
 
 from ...errors import DialevalError
-from .nlgeval import tokenize_texts
+from .tokens import tokenize_texts
 from .vectors import save_vectors_artifact
 
 METHODS = ("encoder-input", "distill", "word2vec")
@@ -70,7 +70,7 @@ def encoder_vocabulary(model_dir: str) -> list[str]:
 
 def distill_encoder(output: str, *, model_dir: str | None = None, corpus: str | None = None,
                     min_count: int = 2, batch_size: int = 256, lower: bool = True) -> str:
-    from .defaults import default_sentence_model
+    from ...backbones.defaults import default_sentence_model
     from .sentence import SentenceEncoder
 
     model_dir = os.path.abspath(model_dir) if model_dir else default_sentence_model()
@@ -91,7 +91,7 @@ def encoder_input_vectors(output: str, *, model_dir: str | None = None) -> str:
     """Rows of the encoder's input embedding matrix for its whole-word pieces."""
     from safetensors.numpy import load_file
 
-    from .defaults import default_sentence_model
+    from ...backbones.defaults import default_sentence_model
 
     model_dir = os.path.abspath(model_dir) if model_dir else default_sentence_model()
     weights = os.path.join(model_dir, "model.safetensors")
@@ -114,7 +114,7 @@ def encoder_input_vectors(output: str, *, model_dir: str | None = None) -> str:
 
 
 def _model_name(model_dir: str) -> str:
-    from .defaults import default_sentence_model
+    from ...backbones.defaults import default_sentence_model
 
     try:
         if os.path.samefile(model_dir, default_sentence_model()):
