@@ -226,13 +226,27 @@ def add_score_parser(sub, metric_flags: bool = True) -> argparse.ArgumentParser:
     return p
 
 
+class Parser(argparse.ArgumentParser):
+    """Every dialeval parser: option names are never abbreviated (argparse would silently take
+    `--refs-mod` as `--refs-mode`), so a misspelt option is an error naming the closest one.
+    Sub-command parsers inherit the class (argparse builds them with the parent's class)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        """argparse's refusals as one line too (not the usage block), exit status 2."""
+        self.exit(2, f"dialeval: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser(only_score: bool = False, metric_flags: bool = True) -> argparse.ArgumentParser:
     """The whole command line. `only_score` builds the `score` command alone and `metric_flags`
     False leaves out its generated metric flags: `main` uses that lighter parser when the
     command line can be parsed without them (see `_light_parser`)."""
     import importlib
 
-    parser = argparse.ArgumentParser(prog="dialeval", description=DESCRIPTION, epilog=EPILOG,
+    parser = Parser(prog="dialeval", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"dialeval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -315,7 +329,7 @@ def _runs_without_blas(argv: Sequence[str] | None) -> bool:
     text = DEFAULT_METRICS
     for i, arg in enumerate(argv):
         flag, eq, value = arg.partition("=")
-        if len(flag) >= 6 and "--metrics".startswith(flag):  # argparse takes unique prefixes
+        if flag == "--metrics":   # exact: abbreviations are refused (Parser)
             text = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
     names = [m.strip() for m in text.split(",") if m.strip()]
     return bool(names) and all(n in REGISTRY and not REGISTRY[n].blas for n in names)
