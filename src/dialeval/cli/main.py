@@ -329,7 +329,7 @@ def _runs_without_blas(argv: Sequence[str] | None) -> bool:
     text = DEFAULT_METRICS
     for i, arg in enumerate(argv):
         flag, eq, value = arg.partition("=")
-        if flag == "--metrics":   # exact: abbreviations are refused (Parser)
+        if len(flag) >= 6 and "--metrics".startswith(flag):  # a prefix is refused later anyway
             text = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
     names = [m.strip() for m in text.split(",") if m.strip()]
     return bool(names) and all(n in REGISTRY and not REGISTRY[n].blas for n in names)
