@@ -63,3 +63,82 @@ def test_every_parser_refuses_abbreviations():
     parsers = list(walk(build_parser()))
     assert len(parsers) > 10
     assert all(p.allow_abbrev is False for p in parsers)
+
+
+# -- items 6-8: missing input, -o naming a folder, outputs that refuse writing --------------------
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*") if p.suffix in (".partial", ".json", ".npz", ".html",
+                                                                        ".md", ".png", ".jsonl")
+                  or p.name.startswith((".tmp-", ".dialeval-")))
+
+
+def test_missing_input_with_an_output_is_one_line(tmp_path, capsys):
+    code, out, err = run_cli(["score", tmp_path / "missing.jsonl", "-o", tmp_path / "out.jsonl"], capsys)
+    assert code == 2 and "missing.jsonl: no such file" in one_error_line(err)
+    assert list(tmp_path.iterdir()) == []
+    code, out, err = run_cli(["score", "--hyp", tmp_path / "h.txt", "--ref", tmp_path / "r.txt",
+                              "-o", tmp_path / "out.jsonl"], capsys)
+    assert code == 2 and "h.txt: no such file" in one_error_line(err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_naming_a_folder_is_refused_before_scoring(tmp_path, capsys):
+    data = write_samples(tmp_path / "in.jsonl")
+    (tmp_path / "outdir").mkdir()
+    code, out, err = run_cli(["score", data, "--metrics", "bleu2", "-o", tmp_path / "outdir"], capsys)
+    assert code == 2 and "is a directory" in one_error_line(err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "outdir"]
+    assert list((tmp_path / "outdir").iterdir()) == []
+
+
+@pytest.fixture
+def unwritable(tmp_path):
+    """A folder that refuses writing: mode 0555 for a normal user; for root (whom permissions
+    do not stop) a read-only tmpfs mount, where the system allows mounting."""
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        yield folder
+        folder.chmod(0o755)
+        return
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)],
+                          capture_output=True)
+    if done.returncode != 0:
+        pytest.skip("running as root where a read-only mount cannot be made")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+def _scores_file(tmp_path: Path, capsys) -> Path:
+    rows = [{"id": str(i), "system": s, "response": f"the answer {i} {s}", "references": [f"the answer {i}"],
+             "ratings": {"overall": [float((i * 7 + len(s)) % 5)]}} for s in ("a", "bb") for i in range(6)]
+    data = write_samples(tmp_path / "rated.jsonl", rows)
+    code, _, err = run_cli(["score", data, "--metrics", "bleu2,rouge_l", "--with-stats",
+                            "-o", tmp_path / "scores.jsonl"], capsys)
+    assert code == 0, err
+    return tmp_path / "scores.jsonl"
+
+
+@pytest.mark.parametrize("command", ["score -o", "score --report html", "score --report md", "report -o",
+                                     "correlate --plot", "train amfm -o"])
+def test_an_output_that_refuses_writing_is_one_line_before_any_work(command, tmp_path, unwritable, capsys):
+    scores = _scores_file(tmp_path, capsys)
+    data = tmp_path / "rated.jsonl"
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\nd e f\n", encoding="utf-8")
+    argv = {"score -o": ["score", data, "--metrics", "bleu2", "-o", unwritable / "out.jsonl"],
+            "score --report html": ["score", data, "--metrics", "bleu2", "--report", unwritable / "r.html"],
+            "score --report md": ["score", data, "--metrics", "bleu2", "--report", unwritable / "r.md"],
+            "report -o": ["report", scores, "-o", unwritable / "r.html"],
+            "correlate --plot": ["correlate", scores, "--human", "overall", "--plot", unwritable / "plots"],
+            "train amfm -o": ["train", "amfm", "--corpus", corpus, "-o", unwritable / "model"]}[command]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, out, err = run_cli(argv, capsys)
+    assert code == 2 and "cannot be written" in one_error_line(err)
+    assert out == ""                                   # refused before anything was computed
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert list(unwritable.iterdir()) == []

@@ -71,6 +71,8 @@ def input_source(args):
     if args.hyp:
         if args.input:
             raise DialevalError("give either INPUT or --hyp/--ref files, not both")
+        for path in list(args.hyp) + list(args.ref or []):
+            _need_file(path)
         return Source(hyp=args.hyp, ref=args.ref or [], systems=args.system or None)
     if not args.input:
         raise DialevalError("no input: give INPUT (JSONL/JSON/CSV/TSV, or - for standard input) "
@@ -80,7 +82,17 @@ def input_source(args):
     from dialeval.data.readers import input_format
 
     input_format(args.input, args.format)           # an unknown format fails before any work
+    _need_file(args.input)
     return Source(path=args.input, fmt=args.format, default_system=args.system[0] if args.system else None)
+
+
+def _need_file(path: str) -> None:
+    """An input that is not there is one located line before anything else looks at it."""
+    from dialeval.data.readers import STDIN
+    from dialeval.errors import InputError
+
+    if path != STDIN and not os.path.isfile(path):
+        raise InputError("no such file" if not os.path.exists(path) else "not a file", path=path)
 
 
 def load_input(args) -> list:
@@ -295,6 +307,27 @@ def _unknown_arguments(parser: argparse.ArgumentParser, args, extra: list[str]) 
     return 2
 
 
+# argument dests that name something a command writes
+OUTPUT_ARGS = ("output", "report", "plot")
+
+
+def check_outputs(parser: argparse.ArgumentParser, args) -> None:
+    """Every output the command line names must be writable before the work starts (a run
+    that fails at the end has wasted the work and may leave a half-written file). Whether an
+    argument names a folder is read from its own help (`metavar` DIR, or "folder" in its text)."""
+    from dialeval.data.writers import check_writable
+
+    command = _command_parser(parser, args)
+    for action in command._actions:
+        if action.dest not in OUTPUT_ARGS:
+            continue
+        value = getattr(args, action.dest, None)
+        if not isinstance(value, str) or not value:
+            continue
+        folder = action.metavar == "DIR" or "folder" in (action.help or "")
+        check_writable(value, folder=folder, what=action.option_strings[-1] if action.option_strings else action.dest)
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Library warnings reach a CLI user as one `dialeval: warning:` line (no source lines)."""
     print(f"dialeval: warning: {message}", file=sys.stderr)
@@ -352,6 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra:
         return _unknown_arguments(parser, args, extra)
     try:
+        check_outputs(parser, args)
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return args.func(args)

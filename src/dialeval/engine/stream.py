@@ -258,7 +258,13 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
         if handle is not None:
             handle.close()
     if ok and output:
-        os.replace(partial, output)
+        try:
+            os.replace(partial, output)
+        except OSError as exc:   # checked up front by the CLI; a race or a library caller
+            for path in (partial, checkpoint, first_pass_file):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            raise DialevalError(f"cannot write {output}: {exc.strerror or exc}") from None
         for path in (checkpoint, first_pass_file):
             with contextlib.suppress(OSError):
                 os.unlink(path)
