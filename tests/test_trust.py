@@ -142,3 +142,61 @@ def test_an_output_that_refuses_writing_is_one_line_before_any_work(command, tmp
     assert out == ""                                   # refused before anything was computed
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert list(unwritable.iterdir()) == []
+
+
+# -- item 10: missing optional packages -----------------------------------------------------------
+
+HIDE = """
+import sys
+blocked = set(sys.argv[1].split(","))
+
+class Hide:
+    '''Imports of the blocked packages fail as if they were not installed.'''
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in blocked:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, Hide())
+if sys.argv[2] == "to_pandas":
+    from dialeval import score
+    from dialeval.errors import DialevalError
+    try:
+        score([{"response": "a b", "references": ["a b"]}], ["bleu1"], progress=False).to_pandas()
+    except DialevalError as exc:
+        print(f"dialeval: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(0)
+from dialeval.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("package,extra,command", [
+    ("matplotlib", "report", "report SCORES -o OUT/r.html"),
+    ("matplotlib", "report", "correlate SCORES --human overall --plot OUT/plots"),
+    ("jinja2", "report", "report SCORES -o OUT/r.html"),
+    ("sklearn", "amfm", "train amfm --corpus CORPUS -o OUT/model"),
+    ("pandas", "report", "to_pandas"),
+    ("torch", "embeddings", "score DATA --metrics sent_cosine -o OUT/s.jsonl"),
+    ("sentence_transformers", "embeddings", "score DATA --metrics sent_cosine -o OUT/s.jsonl"),
+    ("transformers", "embeddings", "score DATA --metrics sent_cosine -o OUT/s.jsonl"),
+    ("gensim", "embeddings", "train vectors --method word2vec --corpus CORPUS -o OUT/vec"),
+    ("distributed", "dask", "score DATA --metrics bleu2 --backend dask -o OUT/s.jsonl"),
+])
+def test_a_missing_optional_package_is_one_line_naming_the_install(package, extra, command, tmp_path, capsys):
+    scores = _scores_file(tmp_path, capsys)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\nd e f\n", encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = [{"SCORES": str(scores), "DATA": str(tmp_path / "rated.jsonl"), "CORPUS": str(corpus)}.get(a, a)
+            .replace("OUT", str(out)) for a in command.split()]
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", HIDE, package, *argv], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 2, done.stderr
+    line = one_error_line(done.stderr)
+    from dialeval.optional import PACKAGES
+
+    assert PACKAGES[package][0] in line and f"pip install -e '.[{extra}]'" in line and "install.sh" in line
+    assert list(out.iterdir()) == []

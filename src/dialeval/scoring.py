@@ -58,8 +58,9 @@ class ScoreResult:
         """One row per sample: id, system, response, references, one column per metric (NaN
         where a metric has no value), and a `rating:<quality>` column per rated quality
         (annotators' mean), the column naming the CSV reader accepts."""
-        import pandas as pd
+        from .optional import require
 
+        pd = require("pandas", ".to_pandas()", "report")
         frame = pd.DataFrame({
             "id": [s.id for s in self.samples],
             "system": [s.system for s in self.samples],
@@ -117,7 +118,7 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
         tokenizer: one tokenizer for every metric (default: each metric's original)
 
     Engine options:
-        backend: "local" (this process) or "dask" (needs `pip install 'dialeval[dask]'`)
+        backend: "local" (this process) or "dask" (needs `pip install -e '.[dask]'` in the repository)
         workers: Dask workers of a local cluster (backend "dask")
         scheduler: address of an existing Dask scheduler (backend "dask")
         chunk_size: samples per shard (default 5000); any value gives the same numbers

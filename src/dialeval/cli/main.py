@@ -392,6 +392,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DialevalError as exc:
         print(f"dialeval: error: {exc}", file=sys.stderr)
         return 2
+    except ImportError as exc:   # an optional package imported where no site names it yet
+        from dialeval.optional import missing
+
+        if getattr(exc, "name", None) is None:
+            raise
+        print(f"dialeval: error: {missing(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("dialeval: interrupted", file=sys.stderr)
         return 130

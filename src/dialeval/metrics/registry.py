@@ -44,8 +44,9 @@ class MetricSpec:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            hint = f" (pip install 'dialeval[{self.extra}]')" if self.extra else ""
-            raise DialevalError(f"metric {self.name!r} needs a missing dependency: {exc.name}{hint}") from None
+            from ..optional import missing
+
+            raise missing(exc, f"metric {self.name!r}", self.extra) from None
         return getattr(module, cls_name)
 
     def option_specs(self) -> dict[str, OptionSpec]:

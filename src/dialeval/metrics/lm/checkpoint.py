@@ -54,7 +54,9 @@ def offline() -> None:
 
     for name in ("torch", "transformers", "tokenizers", "safetensors"):
         if importlib.util.find_spec(name) is None:
-            raise DialevalError(f"the language-model metrics need {name}: pip install 'dialeval[lm]'")
+            from ...optional import MissingDependency
+
+            raise MissingDependency(name, "the language-model metrics", "lm")
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
