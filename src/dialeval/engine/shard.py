@@ -91,7 +91,10 @@ def score_shard(plan: Plan, samples: Sequence[Sample], corpus: dict[str, dict[An
                 if metric.name not in stats:
                     stats[metric.name] = np.full((n, out.stats.shape[1]), np.nan)
                 stats[metric.name][idx] = out.stats
-            states[system][metric.name] = metric.partial_state(out.stats)
+            # a metric whose corpus value is not a function of its statistics rows (the diversity
+            # measures: n-gram types) hands its own mergeable state
+            states[system][metric.name] = out.extra["state"] if "state" in out.extra else \
+                metric.partial_state(out.stats)
     with_refs = sum(1 for s in samples if s.references)
     return ShardResult(n=n, sentence=sentence, states=states, counts=counts, with_refs=with_refs,
                        stats=stats)
