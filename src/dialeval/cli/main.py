@@ -384,6 +384,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args, extra = parser.parse_known_args(argv)
     if extra:
         return _unknown_arguments(parser, args, extra)
+    import dialeval.progress
+
+    dialeval.progress.ANNOUNCE = True   # a command line says which models it loads
     try:
         check_outputs(parser, args)
         with warnings.catch_warnings():

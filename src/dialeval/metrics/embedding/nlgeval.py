@@ -75,9 +75,11 @@ def tokenize_texts(name: str, texts: list[str]) -> list[list[str]]:
 
 @lru_cache(maxsize=4)
 def _vectors_for(path: str, stamp: tuple):
+    from ...progress import loading
     from .vectors import load_vectors
 
-    return load_vectors(path)
+    with loading(f"word vectors {os.path.basename(os.path.normpath(path))}"):
+        return load_vectors(path)
 
 
 def resolve_vectors(word_vectors: str | os.PathLike | None):
@@ -257,6 +259,10 @@ class WordEmbeddingMetric(Metric):
             return
         unknown = tokens - int(hyp.known.sum() + ref.known.sum())
         if unknown == 0:
+            return
+        from ...progress import tally
+
+        if tally(("oov", self.case), unknown, tokens):   # a run: reported once at its end
             return
         system = _system_of(root)
         warnings.warn(f"word vectors: {unknown / tokens:.1%} of {tokens:,} tokens out of vocabulary"

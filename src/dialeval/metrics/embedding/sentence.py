@@ -33,6 +33,13 @@ DEFAULT_BATCH_SIZE = 16
 
 @lru_cache(maxsize=2)
 def _encoder(model_dir: str, threads: int):
+    from ...progress import loading
+
+    with loading(f"sentence encoder {os.path.basename(os.path.normpath(model_dir))}"):
+        return _load_encoder(model_dir, threads)
+
+
+def _load_encoder(model_dir: str, threads: int):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")          # a local folder only: never the model hub
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

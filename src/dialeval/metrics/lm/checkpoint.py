@@ -101,6 +101,13 @@ def _first_line(exc: BaseException) -> str:
 def load_lm(path: str | os.PathLike, device: str = "cpu") -> LoadedLM:
     offline()
     path = os.fspath(path)
+    from ...progress import loading
+
+    with loading(f"language model {path}"):
+        return _load_lm(path, device)
+
+
+def _load_lm(path: str, device: str) -> LoadedLM:
     manifest = store.read_manifest(path) if os.path.isdir(path) else None
     if manifest is not None:
         store.verify(path, KIND)
