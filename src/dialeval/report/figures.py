@@ -31,10 +31,13 @@ def _pyplot():
 
 def system_colours(systems: Sequence[str]) -> dict[str, str]:
     """A stable colour per system (tab10, then tab20 for more than ten systems)."""
-    from matplotlib import colormaps
-    from matplotlib.colors import to_hex
+    from ..optional import require
 
-    cmap = colormaps["tab10" if len(systems) <= 10 else "tab20"]
+    matplotlib = require("matplotlib", "the report's figures", "report")
+    import matplotlib.colors
+
+    to_hex = matplotlib.colors.to_hex
+    cmap = matplotlib.colormaps["tab10" if len(systems) <= 10 else "tab20"]
     return {s: to_hex(cmap(i % cmap.N)) for i, s in enumerate(systems)}
 
 
