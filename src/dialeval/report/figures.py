@@ -33,7 +33,7 @@ def system_colours(systems: Sequence[str]) -> dict[str, str]:
     """A stable colour per system (tab10, then tab20 for more than ten systems)."""
     from ..optional import require
 
-    matplotlib = require("matplotlib", "the report's figures", "report")
+    matplotlib = require("matplotlib", "drawing the report's figures", "report")
     import matplotlib.colors
 
     to_hex = matplotlib.colors.to_hex
@@ -44,7 +44,7 @@ def system_colours(systems: Sequence[str]) -> dict[str, str]:
 def _svg(fig) -> str:
     from ..optional import require
 
-    matplotlib = require("matplotlib", "the report's figures", "report")
+    matplotlib = require("matplotlib", "drawing the report's figures", "report")
 
     out = io.StringIO()
     with matplotlib.rc_context(SVG_RC):
@@ -138,6 +138,6 @@ def heatmap(matrix: np.ndarray, labels: Sequence[str], *, title: str = "") -> st
 def _rc():
     from ..optional import require
 
-    matplotlib = require("matplotlib", "the report's figures", "report")
+    matplotlib = require("matplotlib", "drawing the report's figures", "report")
 
     return matplotlib.rc_context(SVG_RC)
