@@ -41,6 +41,7 @@ def test_total_from_the_input(tmp_path):
 
 def test_plain_lines_without_a_terminal_advance_within_a_shard(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(progress, "DELAY", 0.0)
+    monkeypatch.setattr(progress, "LINES_DELAY", 0.0)
     monkeypatch.setattr(progress, "EVERY", 0.0)
     data = write(tmp_path / "in.jsonl", 40)
     assert main(["score", str(data), "--metrics", "bleu2,rouge_l", "--chunk-size", "20",

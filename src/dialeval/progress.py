@@ -4,7 +4,7 @@ loading, and run-wide tallies that become one warning at the end.
 - `Progress`: samples done of a total, with the elapsed time and an estimate of what is left.
   On a terminal it is a tqdm bar that appears only once the run has lasted `DELAY` seconds (a
   short run shows nothing); when stderr is not a terminal (a log file, CI), it prints a plain
-  line every `EVERY` seconds after the first `DELAY`. It advances per chunk of work: after each
+  line every `EVERY` seconds after the first `LINES_DELAY`. It advances per chunk of work: after each
   metric on each system's part of a shard (`tick`, called by `engine.shard.score_shard` when
   the shard is scored in this process), and is set exactly when a shard is folded in.
 - `loading`: one `dialeval: loading ...` line around a model load (the CLI turns it on; the
@@ -20,8 +20,9 @@ import sys
 import time
 from typing import Any, Callable, Iterator
 
-DELAY = 3.0     # seconds before anything is shown (runs shorter than this stay silent)
-EVERY = 15.0    # seconds between plain progress lines when stderr is not a terminal
+DELAY = 3.0         # seconds before the bar appears on a terminal (shorter runs stay silent)
+LINES_DELAY = 10.0  # seconds before the first plain line in a log (a log wants fewer lines)
+EVERY = 15.0        # seconds between plain progress lines when stderr is not a terminal
 
 ANNOUNCE = False   # set by the CLI: print model loading
 _TICK: Callable[[float], None] | None = None
@@ -133,7 +134,7 @@ class Progress:
         self.done = float(initial)
         self.initial = initial
         self.started = time.monotonic()
-        self.last_line = self.started + DELAY - EVERY
+        self.last_line = self.started + LINES_DELAY - EVERY
         self.rate_from: tuple[float, float] | None = None   # (time, done) of the first advance
         self.bar = None
         if mode == "bar":
