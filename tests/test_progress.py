@@ -102,3 +102,12 @@ def test_out_of_vocabulary_warning_once_per_run_with_the_run_counts(tmp_path, ca
     # one line for the run (3 shards x 2 systems), not one per shard and system
     assert oov == ["word vectors: 14.3% of 84 tokens out of vocabulary (case lower)"]
     assert all(issubclass(w.category, DialevalWarning) for w in caught if "vocabulary" in str(w.message))
+    # samples with no known word: one count for the run too (4 of them, in 3 shards)
+    samples = [{"system": "ab"[i % 2], "response": "zz qq" if i % 3 == 0 else "the cat",
+                "references": ["the cat"]} for i in range(12)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        score(samples, ["emb_average"], word_vectors=str(vectors), chunk_size=5, progress=False)
+    lost = [str(w.message) for w in caught if "left unscored" in str(w.message)]
+    assert lost == ["emb_average: 4 sample(s) left unscored (NaN): the response or every reference has no "
+                    "word in the vectors' vocabulary"]

@@ -283,7 +283,9 @@ class WordEmbeddingMetric(Metric):
                 lost = np.zeros(len(batch), dtype=bool)
                 lost[owner[blind]] = True
                 lost &= ~scored
-                if lost.any():
+                from ...progress import tally
+
+                if lost.any() and not tally(("unscored", self.name), int(lost.sum())):
                     warnings.warn(f"{self.name}: {int(lost.sum())} sample(s) left unscored (NaN): the "
                                   "response or every reference has no word in the vectors' vocabulary",
                                   DialevalWarning, stacklevel=2)
