@@ -200,3 +200,36 @@ def test_a_missing_optional_package_is_one_line_naming_the_install(package, extr
 
     assert PACKAGES[package][0] in line and f"pip install -e '.[{extra}]'" in line and "install.sh" in line
     assert list(out.iterdir()) == []
+
+
+# -- item 9: lone surrogates in JSON strings ------------------------------------------------------
+
+@pytest.mark.parametrize("metric", ["bleu2", "meteor", "emb_average", "sent_cosine"])
+def test_lone_surrogates_become_u_fffd_with_one_warning(metric, tmp_path, capsys):
+    if metric == "sent_cosine":
+        pytest.importorskip("sentence_transformers")
+    from dialeval.data import readers
+
+    readers._WARNED_SURROGATES.clear()
+    data = tmp_path / "scraped.jsonl"
+    data.write_text('{"id": "1", "response": "ok \\ud83d\\ude00 fine", "references": ["ok fine"]}\n'
+                    '{"id": "2", "response": "hi \\ud800 there", "references": ["hi there \\udfff"]}\n'
+                    '{"id": "3", "response": "and \\uDBFF again", "references": ["and again"]}\n', encoding="ascii")
+    out = tmp_path / "out.jsonl"
+    code, stdout, err = run_cli(["score", data, "--metrics", metric, "-o", out], capsys)
+    assert code == 0, err
+    warned = [l for l in err.splitlines() if "surrogate" in l]
+    assert warned == [f"dialeval: warning: {data}:2: lone UTF-16 surrogate escape (such as \\ud800) replaced "
+                      "by U+FFFD; later ones in this file are replaced without a warning"]
+    rows = [json.loads(l) for l in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["response"] for r in rows] == ["ok \U0001F600 fine", "hi \ufffd there", "and \ufffd again"]
+    assert rows[1]["references"] == ["hi there \ufffd"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "scraped.jsonl"]
+
+
+def test_surrogates_in_records_given_to_the_library():
+    from dialeval import score
+
+    with pytest.warns(Warning, match="surrogate"):
+        out = score([{"response": "a \ud800 b", "references": ["a b"]}], ["bleu1"], progress=False)
+    assert out.samples[0].response == "a \ufffd b"
