@@ -9,7 +9,6 @@ import re
 import warnings
 from pathlib import Path
 
-import pytest
 
 from dialeval import progress
 from dialeval.cli import main

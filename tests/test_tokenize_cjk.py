@@ -3,7 +3,6 @@ text under the default tokenizers, and the empty-response rule of the embedding 
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 
