@@ -43,9 +43,11 @@ VECTOR_CASES = ("auto", "keep", "lower")
 EMBEDDING_RULES = ("dialeval", "nlgeval")
 @lru_cache(maxsize=4)
 def _vectors_for(path: str, stamp: tuple):
+    from ...progress import loading
     from .vectors import load_vectors
 
-    return load_vectors(path)
+    with loading(f"word vectors {os.path.basename(os.path.normpath(path))}"):
+        return load_vectors(path)
 
 
 def resolve_vectors(word_vectors: str | os.PathLike | None):
@@ -240,6 +242,10 @@ class WordEmbeddingMetric(Metric):
         unknown = tokens - int(hyp.known.sum() + ref.known.sum())
         if unknown == 0:
             return
+        from ...progress import tally
+
+        if tally(("oov", self.case), unknown, tokens):   # a run: reported once at its end
+            return
         system = _system_of(root)
         warnings.warn(f"word vectors: {unknown / tokens:.1%} of {tokens:,} tokens out of vocabulary"
                       f" (case {self.case}{', ' + system if system else ''})", DialevalWarning,
@@ -259,7 +265,9 @@ class WordEmbeddingMetric(Metric):
                 lost = np.zeros(len(batch), dtype=bool)
                 lost[owner[blind]] = True
                 lost &= ~scored
-                if lost.any():
+                from ...progress import tally
+
+                if lost.any() and not tally(("unscored", self.name), int(lost.sum())):
                     warnings.warn(f"{self.name}: {int(lost.sum())} sample(s) left unscored (NaN): the "
                                   "response or every reference has no word in the vectors' vocabulary",
                                   DialevalWarning, stacklevel=2)
@@ -346,7 +354,9 @@ class GreedyMatching(WordEmbeddingMetric):
     def pair_scores(self, batch: Batch, hyp: Encoded, ref: Encoded, owner: np.ndarray) -> np.ndarray:
         # A float32 product's last bits depend on how many BLAS threads split it, and a Dask
         # worker runs single-threaded: one thread here too, so every backend gives the same bits.
-        from threadpoolctl import threadpool_limits
+        from ...optional import require
+
+        threadpool_limits = require("threadpoolctl", "the embedding metrics", "embeddings").threadpool_limits
 
         with threadpool_limits(limits=1, user_api="blas"):
             return self._pair_scores(batch, hyp, ref, owner)

@@ -41,10 +41,9 @@ def corpus_sentences(path: str, lower: bool) -> list[list[str]]:
 
 def train_word2vec(corpus: str, output: str, *, dim: int = 300, window: int = 5, min_count: int = 2,
                    epochs: int = 10, seed: int = 1, lower: bool = True, sg: bool = True) -> str:
-    try:
-        from gensim.models import Word2Vec
-    except ImportError:
-        raise DialevalError("training word2vec needs gensim: pip install 'dialeval[embeddings]'") from None
+    from ...optional import require
+
+    Word2Vec = require("gensim.models", "training word2vec", "embeddings").Word2Vec
     sentences = corpus_sentences(corpus, lower)
     if not sentences:
         raise DialevalError(f"{corpus}: no sentences to train on")

@@ -152,8 +152,9 @@ def _parse_fast(path: str, dim: int, skiprows: int) -> tuple[list[str], np.ndarr
     """Words and vectors of `word v1 .. vD` lines with the C CSV parser (one call, no Python loop per value)."""
     import csv
 
-    import pandas as pd
+    from ...optional import require
 
+    pd = require("pandas", "reading word-vector text files", "embeddings")
     frame = pd.read_csv(path, sep=" ", header=None, quoting=csv.QUOTE_NONE, na_filter=False,
                         engine="c", encoding="utf-8", skip_blank_lines=True, skiprows=skiprows,
                         dtype={0: object, **{i: np.float32 for i in range(1, dim + 1)}})
