@@ -90,7 +90,8 @@ def _load(path: str, kind: str, task: str, device: str, gguf_file: str | None) -
         if not os.path.exists(os.path.join(path, "modules.json")) and \
                 not os.path.exists(os.path.join(path, "config.json")):
             raise BackboneError(f"{path}: not a sentence-transformers model folder (no modules.json or config.json)")
-        from sentence_transformers import SentenceTransformer
+        SentenceTransformer = require("sentence_transformers", "a sentence-transformers backbone",
+                                      "embeddings").SentenceTransformer
 
         st = SentenceTransformer(path, device=device, local_files_only=True)
         model = st[0].auto_model
