@@ -20,6 +20,7 @@ import numpy as np
 
 from .data.readers import from_records
 from .data.sample import Sample
+from .engine.rows import _clean, output_row  # noqa: F401  (output_row is public here too)
 from .errors import DialevalError
 from .metrics.base import Metric
 
@@ -73,25 +74,6 @@ class ScoreResult:
         for q in qualities:
             frame[f"rating:{q}"] = [s.human(q) for s in self.samples]
         return frame
-
-
-def output_row(sample: Sample, scores: dict[str, float]) -> dict[str, Any]:
-    """The per-sample output row (JSON-ready: non-finite scores become null)."""
-    row: dict[str, Any] = {"id": sample.id, "system": sample.system, "response": sample.response,
-                           "references": list(sample.references),
-                           "scores": {m: _clean(v) for m, v in scores.items()}}
-    if sample.ratings:
-        row["ratings"] = sample.ratings
-    if sample.context:
-        row["context"] = sample.context
-    if sample.meta:
-        row["meta"] = sample.meta
-    return row
-
-
-def _clean(value: float) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 def group_by_system(samples: Sequence[Sample]) -> dict[str, list[int]]:

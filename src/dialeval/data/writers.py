@@ -100,11 +100,3 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
     with atomic_write(path) as handle:
         json.dump(json_value(obj), handle, ensure_ascii=False, indent=2)
         handle.write("\n")
-
-
-def format_table(header: list[str], rows: list[list[Any]], fmt: str = "plain",
-                 digits: int = 4) -> str:
-    """Kept for old imports: tables now live in `dialeval.report.tables`."""
-    from ..report.tables import format_table as _format_table
-
-    return _format_table(header, rows, fmt=fmt, digits=digits)
