@@ -137,3 +137,12 @@ import os
 from dialeval.metrics.embedding.defaults import default_vectors_dir
 from dialeval.metrics.embedding.train import encoder_input_vectors
 os.path.isdir(default_vectors_dir()) or encoder_input_vectors(default_vectors_dir())"
+
+# --- Reaching `dialeval` ------------------------------------------------------------------
+# `.dialeval-env` puts the folder pip installed the `dialeval` script into (a venv's bin/, or
+# the system Python's scripts folder) first on PATH, so `. ./.dialeval-env` works the same
+# whichever Python was used; the README's one-liner sources it.
+SCRIPTS=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
+printf '# written by install.sh: puts the dialeval it installed first on PATH\nexport PATH=%q:"$PATH"\n' \
+  "$SCRIPTS" > .dialeval-env.tmp && mv .dialeval-env.tmp .dialeval-env
+echo "install.sh: done; in a new shell run   . ./.dialeval-env   (dialeval and python3 from $SCRIPTS)" >&2
