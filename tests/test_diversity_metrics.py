@@ -64,6 +64,7 @@ def _cli(*args, env_extra=None):
                           capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_chunk_sizes_and_kill_resume_give_identical_results(tmp_path):
     src = _write(tmp_path / "in.jsonl")
     common = [src, "--metrics", ",".join(METRICS), "--json"]
