@@ -9,7 +9,7 @@
     python3 benchmarks/bench_adem.py plot
     python3 benchmarks/bench_adem.py --preset released --search finetune --finetune-layers 1 [--only SETTING ...]
 
-Everything is written to benchmarks/adem_results/ (CSV, markdown, PNG, JSON). Settings are the
+Everything is written to benchmarks/out/adem_results/ (CSV, markdown, PNG, JSON). Settings are the
 paper's (preset `paper`: PCA 7, L1 gamma 0.02, lr 0.01, batch 16) and are never chosen on a
 test split: early stopping reads a validation split of the *training* side only.
 
@@ -41,7 +41,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from adem_common import DATA as DATA_DIR, encode_pool, pool, vectors  # noqa: E402
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "adem_results")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out", "adem_results")
 PAPER_TABLE3 = 0.414     # ADEM (VHRED) test Spearman, Twitter data, paper Table 3
 PAPER_TABLE5 = 0.4164    # mean leave-one-system-out Spearman, paper Table 5
 PAPER_EFFICIENCY = {5: 0.098, 100: 0.414}   # paper's Table 14 endpoints (Twitter data)

@@ -15,7 +15,7 @@ sacreBLEU is used here only (pip install sacrebleu), never at run time. Three co
 Times the two paired tests side by side in this process (ratio = sacreBLEU / dialeval).
 
     python3 benchmarks/bench_compare.py [--data ../shared/data/dstc6-eval] [--systems 20]
-        [--json benchmarks/report_results/compare_dstc6.json]
+        [--json benchmarks/out/report_results/compare_dstc6.json]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ metric's own Spearman per (set, quality) for context.
 
     python3 benchmarks/bench_compose.py --metrics bleu2,rouge_l,meteor,emb_average,sent_cosine \\
         [--amfm-model DIR] [--lm-model DIR] [--mme-model DIR] [--groups NAME=m1+m2,...] \\
-        [--data-root ../shared/data] [--out benchmarks/compose_results] [--n-boot 1000]
+        [--data-root ../shared/data] [--out benchmarks/out/compose_results] [--n-boot 1000]
 
 Every metric flag of `dialeval score` is accepted (they are generated the same way). Metric
 scores are cached per data set in OUT/scores/<set>.jsonl, keyed by each metric's signature, so
@@ -154,7 +154,7 @@ def main() -> None:
     ap.add_argument("--metrics", required=True, help="comma-separated metrics to compose")
     ap.add_argument("--data-root", default=os.environ.get("DIALEVAL_SHARED_DATA", "../shared/data"))
     ap.add_argument("--datasets", default=",".join(SETS), help="comma-separated subset of the rated sets")
-    ap.add_argument("--out", default="benchmarks/compose_results")
+    ap.add_argument("--out", default="benchmarks/out/compose_results")
     ap.add_argument("--cache", help="score cache folder (default OUT/scores)")
     ap.add_argument("--groups", help="ablation groups NAME=m1+m2,... (default: MME's five for mme_*, "
                     "else metric families and single metrics)")

@@ -4,7 +4,7 @@ throughput against BLEU-4 timed in the same process.
 
     export PYTHONPATH=src OMP_NUM_THREADS=1
     python3 benchmarks/bench_mme.py --model models/mme-default --data ../shared/data \
-        --out benchmarks/mme_results
+        --out benchmarks/out/mme_results
 
 Writes to --out: `<dataset>.jsonl` (as `dialeval score -o` writes, all mme_* metrics),
 `correlations.csv`, `correlations.md`, `throughput.json`. Encoder features are cached on disk
@@ -13,7 +13,7 @@ Writes to --out: `<dataset>.jsonl` (as `dialeval score -o` writes, all mme_* met
 Two variants side by side (the fine-tuned model against the frozen one, in one process):
 
     python3 benchmarks/bench_mme.py --model models/mme-finetune --baseline-model models/mme-default \
-        --metrics mme_fm,mme_rm,mme_em --out benchmarks/mme_results_finetune --throughput 100 --no-jsonl
+        --metrics mme_fm,mme_rm,mme_em --out benchmarks/out/mme_results_finetune --throughput 100 --no-jsonl
 
 adds `comparison.md` / `comparison.csv` (Spearman with CI of each variant and their difference
 per set and quality) and times both variants beside BLEU-4 in `throughput.json`. The frozen
@@ -123,7 +123,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="models/mme-default")
     ap.add_argument("--data", default="../shared/data")
-    ap.add_argument("--out", default="benchmarks/mme_results")
+    ap.add_argument("--out", default="benchmarks/out/mme_results")
     ap.add_argument("--sets", help="comma-separated subset of the data set names")
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--feature-cache", default="out/mme-feature-cache.npz")

@@ -5,7 +5,7 @@
    takes to open it (Navigation Timing `loadEventEnd`, and the wall time from the navigate
    command to the load event), median of several fresh loads;
 2. USR-TopicalChat (5 systems, 4 metrics, `overall`): screenshots of the top of the page and of
-   the scatter section into benchmarks/report_results/.
+   the scatter section into benchmarks/out/report_results/.
 
     python3 benchmarks/bench_report.py [--shared ../shared] [--loads 5] [--skip-dstc6]
 """
@@ -48,7 +48,7 @@ def _load_times(path: str, loads: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default=os.path.join(HERE, "..", "..", "shared"))
-    ap.add_argument("--out", default=os.path.join(HERE, "report_results"))
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "report_results"))
     ap.add_argument("--html-dir", default=tempfile.gettempdir(), help="where the (large) report files go")
     ap.add_argument("--loads", type=int, default=5)
     ap.add_argument("--skip-dstc6", action="store_true")

@@ -8,9 +8,9 @@ a metric whose signature is not cached is scored first), so run that for both fo
 
     export PYTHONPATH=src OMP_NUM_THREADS=1
     python3 benchmarks/compare_mme_variants.py \\
-        --a finetune=models/mme-finetune:benchmarks/compose_results_mme_finetune/scores \\
-        --b frozen=models/mme-default:benchmarks/compose_results_mme/scores \\
-        --data-root ../shared/data --out benchmarks/compose_results_mme_finetune/vs_frozen.md
+        --a finetune=models/mme-finetune:benchmarks/out/compose_results_mme_finetune/scores \\
+        --b frozen=models/mme-default:benchmarks/out/compose_results_mme/scores \\
+        --data-root ../shared/data --out benchmarks/out/compose_results_mme_finetune/vs_frozen.md
 """
 
 from __future__ import annotations
