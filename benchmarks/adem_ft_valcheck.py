@@ -1,6 +1,6 @@
 """Validation-only check for ADEM's fine-tuned variant: on the in-domain split (the pooled rated
 sets split by context 70/15/15, seed 0), stage 1 is refitted with the settings the frozen
-search chose there (recorded in adem_results/main_timing_released_search.json), then stage 2
+search chose there (recorded in benchmarks/out/adem_results/main_timing_released_search.json), then stage 2
 is run once per (layers, finetune_lr) given, and the validation Spearman of stage 1 and of
 stage 2 (four checks per epoch) is printed. Only the validation split is read: the defaults of
 `finetune_layers`/`finetune_lr`/`finetune_epochs` were chosen from this output, never from a
@@ -30,7 +30,11 @@ def main():
 
     torch.set_num_threads(1)
     B.PRESET, B.LABEL = "released", "released_search"
-    with open(os.path.join(B.OUT, "main_timing_released_search.json")) as handle:
+    stage1 = os.path.join(B.OUT, "main_timing_released_search.json")
+    if not os.path.exists(stage1):
+        sys.exit(f"{stage1} missing: run `python3 benchmarks/bench_adem.py --preset released --search main` first "
+                 "(it writes the settings chosen on validation there)")
+    with open(stage1) as handle:
         chosen = json.load(handle)["settings (pca_dims 0: all)"][f"{B.IN_DOMAIN} | minilm"]
     rows = pool()
     vm = B.Vectors(rows, "minilm")
