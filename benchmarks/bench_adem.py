@@ -282,7 +282,7 @@ def cmd_finetune(args):
     set. Stage 1 is `fit` (the settings search with --search); with --stage1-settings, each
     setting's search result is refitted directly from the settings recorded in that file (the
     search keeps exactly that candidate: same rows, same seed), and its validation Spearman is
-    checked against the recorded one. One JSON per setting in adem_results/finetune_LABEL/, so
+    checked against the recorded one. One JSON per setting in benchmarks/out/adem_results/finetune_LABEL/, so
     a partial run keeps what finished; the table is built from every JSON present."""
     import resource
 
@@ -616,7 +616,7 @@ def main(argv=None):
     a.add_argument("--tuned-model", help="a fine-tuned ADEM folder (bench_adem.py finetune), timed beside the others")
     a.add_argument("--warm", action="store_true",
                    help="load each model (and torch) on 4 other rows before timing, so that only encoding is timed")
-    a.add_argument("--out", default="speed.json", help="file name under adem_results/ (default speed.json)")
+    a.add_argument("--out", default="speed.json", help="file name under benchmarks/out/adem_results/ (default speed.json)")
     a.set_defaults(func=cmd_speed)
     p.add_argument("--preset", default="paper", choices=["paper", "released"],
                    help="ADEM preset for every fit (outputs are suffixed with it)")
