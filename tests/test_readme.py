@@ -11,16 +11,13 @@ import sys
 
 from conftest import REPO
 
-
 def _first_blocks():
     text = (REPO / "README.md").read_text(encoding="utf-8")
     return re.findall(r"```bash\n(.*?)\n```", text, flags=re.S)[:2]
 
-
 def test_ci_runs_the_readme_test_command():
     _, test_command = _first_blocks()
     assert test_command.strip() in (REPO / ".ci" / "run").read_text(encoding="utf-8")
-
 
 def test_main_job_on_the_bundled_example(tmp_path):
     main_job, _ = _first_blocks()
@@ -37,7 +34,6 @@ def test_main_job_on_the_bundled_example(tmp_path):
     scores = (tmp_path / "demo-scores.jsonl").read_text().splitlines()
     assert len(scores) == 8
     assert "meteor" in proc.stdout and "Williams" in proc.stdout
-
 
 def test_install_sh_writes_the_environment_file_the_readme_sources(tmp_path):
     """install.sh's last section, run alone with this Python: `.dialeval-env` must put the
@@ -58,3 +54,14 @@ def test_install_sh_writes_the_environment_file_the_readme_sources(tmp_path):
     if os.path.exists(os.path.join(scripts, "python3")):   # a venv's bin/, or pyenv's
         assert found == os.path.join(scripts, "python3")
     assert ". ./.dialeval-env" in proc.stderr     # the install ends by saying how to reach dialeval
+
+def test_readme_is_an_introduction_whose_links_resolve():
+    """The README stays a short introduction (manuals live in docs/, which mkdocs checks in
+    strict mode); its own relative links and images must point at files that exist."""
+    raw = (REPO / "README.md").read_bytes()
+    assert len(raw) <= 15_000
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", raw.decode("utf-8"))
+    local = [t for t in targets if "://" not in t]
+    assert local, "the README links to no docs page"
+    missing = [t for t in local if not (REPO / t).exists()]
+    assert not missing, missing
