@@ -294,3 +294,46 @@ def headline(name: str, folder: str) -> str:
         c = _read_json(os.path.join(folder, "config.json"))
         return f"method {c.get('method')}, qualities {', '.join(c.get('qualities', c.get('qualities_', [])))}"
     return ""
+
+
+def card_markdown(name: str, folder: str | None, notes: str = "") -> str:
+    """docs/models/<name>.md: training data and its public source, licence, the command, size,
+    numbers. `folder` is the built default (None: not built yet)."""
+    from ..data.datasets.sources import all_sources
+    from .defaults import model_digest
+    from .store import files_under
+
+    recipe = RECIPES[name]
+    sources = {s.folder: s for s, _ in all_sources()}
+    card = {}
+    if folder and os.path.isfile(os.path.join(folder, "card.json")):
+        with open(os.path.join(folder, "card.json"), encoding="utf-8") as handle:
+            card = json.load(handle)
+    out = [f"# Default model `{name}`", "",
+           f"Used by {', '.join(f'`{m}`' for m in recipe.metrics)} when no model option is given "
+           f"(`dialeval models list`; the signature then carries `default:{name}@<hash>`).", "",
+           "## Training data", "", f"{recipe.trained_on}.", ""]
+    for f in recipe.needs:
+        s = sources.get(f)
+        if s:
+            out.append(f"- `{f}/`: {s.title}; source: {s.origin}; licence: {s.licence}")
+    out += ["", f"Licence of the training data, in short: {recipe.licence}. A model trained on non-commercial "
+            "data inherits its terms.", "", "## Command", "",
+            "```bash", f"dialeval models build --data-root DATA --only {name}   # runs:",
+            command_text(name).replace(DATA_ROOT, "DATA").replace(MODELS, "packages/dialeval-models/src/dialeval_models"),
+            "```", "",
+            "One thread, fixed seeds, no time budget: a rebuild gives the same bytes "
+            "(`python3 benchmarks/bench_models_rebuild.py --data-root DATA --only " + name + "`).", ""]
+    if folder:
+        files = files_under(folder)
+        size = sum(os.path.getsize(os.path.join(folder, f)) for f in files)
+        out += ["## Files", "", f"{len(files)} files, {size / 1e6:.2f} MB; model hash (sha256 of manifest.json) "
+                f"`{model_digest(folder)}`.", "",
+                "| file | bytes |", "|---|---:|"]
+        out += [f"| `{f}` | {os.path.getsize(os.path.join(folder, f)):,} |" for f in files]
+        out.append("")
+    if card.get("headline"):
+        out += ["## Numbers", "", f"From its own training (validation / held-out rows only): {card['headline']}.", ""]
+    if notes:
+        out += [notes.rstrip(), ""]
+    return "\n".join(out)
