@@ -24,4 +24,11 @@ SOURCES = (
         licence="CDLA-Sharing-1.0 (Amazon)",
         layout=("conversations/valid_freq.json", "conversations/valid_rare.json"),
         note="optional extra corpus for `dialeval train dialogue-encoder`; USR-TC's contexts are from test_freq.json"),
+    Source(
+        folder="ud-english-ewt",
+        title="Universal Dependencies English Web Treebank (UD_English-EWT)",
+        origin="github.com/UniversalDependencies/UD_English-EWT (commit 15d613d): en_ewt-ud-*.conllu",
+        licence="CC BY-SA 4.0 (share-alike)",
+        layout=("en_ewt-ud-train.conllu", "en_ewt-ud-dev.conllu"),
+        note="trains the part-of-speech tagger of `dialeval augment --method wordnet --treebank`"),
 )
