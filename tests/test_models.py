@@ -133,9 +133,11 @@ def test_normalise_makes_npz_and_json_independent_of_time_and_place(tmp_path):
             z.writestr(zipfile.ZipInfo("w.npy", date_time=(2026, 1, 2, 3, 4, 5 + 2 * k)), member)
         (folder / "config.json").write_text(json.dumps(
             {"source": f"{root}/dailydialog/train.zip", "train_seconds": seconds, "loss": 0.5}))
+        (folder / "tokenizer.json").write_text('{"vocab": {"time": 5, "seconds": 6}}')   # a library's file
         write_manifest(folder, "test-kind", {"made_from": f"{root}/x"})
         normalise(str(folder), root, str(folder))
         folders.append(folder)
+    assert (folders[0] / "tokenizer.json").read_text() == '{"vocab": {"time": 5, "seconds": 6}}'
     for name in ("arrays.npz", "config.json", "manifest.json"):
         assert (folders[0] / name).read_bytes() == (folders[1] / name).read_bytes(), name
     config = json.loads((folders[0] / "config.json").read_text())

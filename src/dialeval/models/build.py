@@ -116,6 +116,9 @@ def command_text(name: str) -> str:
 # -- normalisation -------------------------------------------------------------------------
 _VOLATILE = re.compile(r"(seconds|elapsed|wall|cpu_s|rss|memory|timestamp|created|^date$|_date$|_time$|^time$)")
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)
+# JSON written by tokenizers / transformers: vocabularies map words ("time", "date") to ids, so
+# they are never scrubbed (and they record neither time nor place)
+LIBRARY_JSON = ("tokenizer", "vocab", "special_tokens", "added_tokens", "generation_config")
 
 
 def _scrub(value: Any, roots: list[tuple[str, str]]) -> Any:
@@ -146,10 +149,14 @@ def _normalise_npz(path: str) -> None:
     os.replace(tmp, path)
 
 
-def normalise(folder: str, data_root: str, out_root: str) -> None:
-    """Make `folder` depend only on the data and the recipe (see the module docstring)."""
-    roots = sorted({(os.path.abspath(data_root), DATA_ROOT), (os.path.abspath(out_root), MODELS)},
-                   key=lambda p: -len(p[0]))
+def normalise(folder: str, data_root: str, out_root: str, final: str | None = None) -> None:
+    """Make `folder` depend only on the data and the recipe (see the module docstring). Paths
+    under `data_root` and `out_root` are written `<data-root>/...` and `<models>/...`; `folder`
+    itself (a staging folder) as `<models>/<final>`."""
+    roots = {(os.path.abspath(data_root), DATA_ROOT), (os.path.abspath(out_root), MODELS)}
+    if final:
+        roots.add((os.path.abspath(folder), f"{MODELS}/{final}"))
+    roots = sorted(roots, key=lambda p: -len(p[0]))
     manifests = []
     for base, dirs, files in os.walk(folder):
         dirs.sort()
@@ -159,7 +166,7 @@ def normalise(folder: str, data_root: str, out_root: str) -> None:
                 manifests.append(base)
             elif name.endswith(".npz"):
                 _normalise_npz(path)
-            elif name.endswith(".json"):
+            elif name.endswith(".json") and not name.startswith(LIBRARY_JSON):
                 with open(path, encoding="utf-8") as handle:
                     text = handle.read()
                 data = json.loads(text)
@@ -229,7 +236,7 @@ def build(data_root: str, out_root: str, only: list[str] | None = None,
                 shutil.rmtree(staging, ignore_errors=True)
                 raise DialevalError(f"models build: {name} failed (exit status {status})")
             write_card(staging, recipe)
-            normalise(staging, data_root, staging)
+            normalise(staging, data_root, out_root, final=name)
             shutil.rmtree(target, ignore_errors=True)
             os.replace(staging, target)
             say(f"models build: {name} written to {target}")
