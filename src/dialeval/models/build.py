@@ -248,6 +248,14 @@ def build(data_root: str, out_root: str, only: list[str] | None = None,
     return names
 
 
+def refresh_card(out_root: str, name: str) -> None:
+    """Rewrite a built default's card.json (and its manifest) with this version's wording and
+    headline, without retraining: what a rebuild would write for the same trained files."""
+    folder = os.path.join(os.path.abspath(out_root), name)
+    write_card(folder, RECIPES[name])
+    normalise(folder, DATA_ROOT, out_root)
+
+
 def write_card(folder: str, recipe: Recipe) -> None:
     """`card.json`: what `dialeval models list` prints (listed in the manifest like any file)."""
     card = {"name": recipe.name, "metrics": list(recipe.metrics), "trained_on": recipe.trained_on,
@@ -279,10 +287,14 @@ def headline(name: str, folder: str) -> str:
                 f"LSI {c.get('dims_fitted')} dims, {c.get('lm_order')}-gram LM")
     if name in ("adem", "c_adem", "r_adem"):
         c = _read_json(os.path.join(folder, "config.json"))
-        t = c.get("training", c.get("training_", {})) or {}
-        keys = [k for k in ("valid_spearman", "best_valid_spearman", "validation_spearman", "pca_dims", "lr",
-                            "rows", "train_rows", "valid_rows") if k in t]
-        return ", ".join(f"{k} {t[k]}" for k in keys) or "validation numbers in config.json"
+        t = (c.get("state") or {}).get("training_") or {}
+        p = c.get("params") or {}
+        rows = t.get("rows_split") or {}
+        if "val_spearman" not in t:
+            return ""
+        return (f"validation Spearman {t['val_spearman']:.3f} (chosen by the search: PCA "
+                f"{p.get('pca_dims') or 'all'}, lr {p.get('lr')}, best epoch {t.get('best_epoch')}); "
+                f"{rows.get('train')} training rows, {rows.get('validation')} validation rows (own contexts)")
     if name == "mme":
         c = _read_json(os.path.join(folder, "mme.json"))
         parts = []
