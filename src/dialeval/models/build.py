@@ -229,7 +229,7 @@ def build(data_root: str, out_root: str, only: list[str] | None = None,
             target = os.path.join(out_root, name)
             staging = target + ".tmp-build"
             shutil.rmtree(staging, ignore_errors=True)
-            say(f"models build: {name}: dialeval {' '.join(recipe.argv(DATA_ROOT, MODELS + '/' + name))}")
+            say(f"models build: {name}: {command_text(name)}")
             with redirect_stdout(sys.stderr):
                 status = main(recipe.argv(data_root, staging))
             if status != 0:
@@ -310,8 +310,14 @@ def headline(name: str, folder: str) -> str:
         keys = [k for k in ("parameters", "steps", "reference_perplexity") if k in c]
         return ", ".join(f"{k} {c[k]}" for k in keys)
     if name == "compose":
-        c = _read_json(os.path.join(folder, "config.json"))
-        return f"method {c.get('method')}, qualities {', '.join(c.get('qualities', c.get('qualities_', [])))}"
+        from ..meta.compose import ComposeModel
+
+        model = ComposeModel.load(folder)
+        parts = []
+        for q in model.qualities_:
+            w = model.weights_for(q)
+            parts.append(f"{model.method} weights for {q}: " + ", ".join(f"{m} {w[m]:.3f}" for m in model.metrics_))
+        return "; ".join(parts) + f" (development sets {', '.join(model.devsets_)})"
     return ""
 
 
