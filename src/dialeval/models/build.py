@@ -306,9 +306,12 @@ def headline(name: str, folder: str) -> str:
                 parts.append(f"{sub} held-out mean NCE {info['held_out_mean_nce']:.4g}")
         return "; ".join(parts)
     if name == "lm":
-        c = _read_json(os.path.join(folder, "dialeval_lm.json")) or _read_json(os.path.join(folder, "config.json"))
-        keys = [k for k in ("parameters", "steps", "reference_perplexity") if k in c]
-        return ", ".join(f"{k} {c[k]}" for k in keys)
+        c = _read_json(os.path.join(folder, "dialeval_lm.json"))
+        if "reference_perplexity" not in c:
+            return ""
+        return (f"{c['parameters']:,} parameters, {c['steps']} steps ({c.get('epochs_done', 0):.2f} epoch of "
+                f"{c.get('train_pairs', 0):,} pairs); perplexity {c['reference_perplexity']:.2f} on "
+                f"{c.get('reference_pairs')} held-out train pairs (the normalisation bounds' pairs)")
     if name == "compose":
         from ..meta.compose import ComposeModel
 
@@ -358,7 +361,8 @@ def card_markdown(name: str, folder: str | None, notes: str = "") -> str:
         out += [f"| `{f}` | {os.path.getsize(os.path.join(folder, f)):,} |" for f in files]
         out.append("")
     if card.get("headline"):
-        out += ["## Numbers", "", f"From its own training (validation / held-out rows only): {card['headline']}.", ""]
+        out += ["## Numbers", "", f"What its own training reports (validation or held-out rows, never a test split): "
+                f"{card['headline']}.", ""]
     if notes:
         out += [notes.rstrip(), ""]
     return "\n".join(out)
