@@ -7,8 +7,9 @@ card says. What stands in the way of that, and how it is removed here:
 
 - time budgets (`--max-minutes`) stop training at a moment that depends on the machine's
   load: recipes use fixed example counts, epochs and steps instead;
-- thread counts change the order of floating-point sums: the build runs torch and BLAS on
-  one thread;
+- thread counts change the order of floating-point sums, and what one training leaves in a
+  process (generator states, settings) changes the next: each recipe runs in a fresh
+  interpreter with one torch / BLAS thread and a fixed string-hash seed;
 - files record when and where they were made: `normalise` sets the timestamps inside `.npz`
   archives to a fixed date, drops wall-clock and memory measurements from the JSON files,
   writes the data root and output folder as `<data-root>` and `<models>`, and rewrites every
@@ -23,7 +24,6 @@ import re
 import shutil
 import sys
 import zipfile
-from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -190,23 +190,31 @@ def check_data_root(root: str, names: list[str]) -> None:
                             "names each data set's public source and the folder it expects)")
 
 
-def _single_thread() -> None:
-    os.environ["OMP_NUM_THREADS"] = "1"
-    os.environ["MKL_NUM_THREADS"] = "1"
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    try:
-        import torch
+# Each recipe runs in a fresh interpreter: what an earlier recipe left in the process (random
+# generators' state, torch settings, caches) must not reach the next one, and string hashing
+# (set and dict order of strings) is fixed.
+FIXED_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+             "TOKENIZERS_PARALLELISM": "false", "PYTHONHASHSEED": "0"}
 
-        torch.set_num_threads(1)
-    except ImportError:
-        pass
+
+def _run(argv: list[str]) -> int:
+    import subprocess
+
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, **FIXED_ENV}
+    env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
+    # the command's own output goes to stderr, like the build's progress lines
+    try:
+        out = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):   # a captured stream (tests): let it print
+        out = None
+    return subprocess.run([sys.executable, "-m", "dialeval.cli", *argv], env=env, stdout=out).returncode
 
 
 def build(data_root: str, out_root: str, only: list[str] | None = None,
           say: Callable[[str], None] = lambda m: None) -> list[str]:
     """Train each default (in `ORDER`) into `out_root/<name>`; returns the names built. The
     defaults a recipe builds over (`after`) are read from `out_root`."""
-    from ..cli.main import main
     from . import defaults
 
     names = [n for n in ORDER if only is None or n in only]
@@ -216,7 +224,6 @@ def build(data_root: str, out_root: str, only: list[str] | None = None,
     data_root, out_root = os.path.abspath(data_root), os.path.abspath(out_root)
     check_data_root(data_root, names)
     os.makedirs(out_root, exist_ok=True)
-    _single_thread()
     previous = os.environ.get(defaults.ENV)
     os.environ[defaults.ENV] = out_root            # a recipe over another default reads the new one
     try:
@@ -230,8 +237,7 @@ def build(data_root: str, out_root: str, only: list[str] | None = None,
             staging = target + ".tmp-build"
             shutil.rmtree(staging, ignore_errors=True)
             say(f"models build: {name}: {command_text(name)}")
-            with redirect_stdout(sys.stderr):
-                status = main(recipe.argv(data_root, staging))
+            status = _run(recipe.argv(data_root, staging))
             if status != 0:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise DialevalError(f"models build: {name} failed (exit status {status})")
