@@ -67,6 +67,11 @@ fi
 "$PY" -c "import dialeval.metrics.overlap.kernel, dialeval.metrics.overlap.meteor.kernel" ||
   { echo "the Cython kernels were not built (is a C compiler installed?)" >&2; exit 1; }
 
+# --- Default models (data-only package, packages/dialeval-models) -------------------------
+# Copied into site-packages, so a model rebuilt with `dialeval models build` is used after this
+# line runs again (--force-reinstall: same version number, new bytes).
+rm -rf ./packages/dialeval-models/build && "$PY" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall ./packages/dialeval-models
+
 # --- Resources built or set up after installation ----------------------------------------
 
 # WordNet 3.0 for nltk (query augmentation by synonym substitution): nltk reads Debian's

@@ -28,6 +28,14 @@ def flip_byte(path: Path, at: int, mask: int = 0xFF) -> None:
     Path(path).write_bytes(bytes(blob))
 
 
+@pytest.fixture(autouse=True)
+def _no_default_models(monkeypatch):
+    """Tests see no installed default models (`dialeval.models.defaults`) unless they make
+    their own: a metric without a model option must behave the same whether or not the
+    models package is installed where the tests run."""
+    monkeypatch.setenv("DIALEVAL_MODELS_DIR", os.path.join(os.devnull, "no-models"))
+
+
 @pytest.fixture
 def golden():
     return need(GOLDEN)

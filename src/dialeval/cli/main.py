@@ -32,6 +32,7 @@ CLI_EXTENSIONS: list[str] = [
     "dialeval.cli.learned",
     "dialeval.cli.mme",
     "dialeval.cli.compose",
+    "dialeval.cli.models",
 ]
 
 

@@ -426,6 +426,17 @@ def cmd_datasets(args) -> int:
 
     from dialeval.data.datasets import get_spec, list_datasets, load_dataset
 
+    if args.sources:
+        from dataclasses import asdict
+
+        from dialeval.data.datasets.sources import all_sources, text
+
+        if args.json:
+            print(json.dumps([{**asdict(src), "loaders": names} for src, names in all_sources()],
+                             ensure_ascii=False))
+        else:
+            print(text())
+        return 0
     specs = list_datasets()
     if args.name:
         specs = [get_spec(args.name)]
@@ -567,6 +578,9 @@ def add_commands(sub) -> None:
     p.add_argument("name", nargs="?", help="one data set to list or describe")
     p.add_argument("path", nargs="?", help="its folder: load it and describe it")
     p.add_argument("--data-root", metavar="DIR",
-                   help="folder holding every set's folder (e.g. ../shared/data): describe them all")
+                   help="folder holding every set's folder (named as `--sources` lists them): describe them all")
+    p.add_argument("--sources", action="store_true",
+                   help="where each folder comes from (project page / repository, files), its licence and "
+                        "the layout the loader expects")
     p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=cmd_datasets)

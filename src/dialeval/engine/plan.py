@@ -100,6 +100,7 @@ def make_plan(metrics: Sequence[str | Metric], *, refs_mode: str = "multi", toke
     built: list[Metric] = []
     skipped: dict[str, list[str]] = {}   # reason -> metrics left out of `all`
     recipe: list[tuple] | None = []
+    signatures: dict[str, str] = {}
     shared = {"refs_mode": refs_mode, "tokenizer": tokenizer, **options}
     for entry in expand_metric_names(metrics):
         if isinstance(entry, Metric):
@@ -108,13 +109,15 @@ def make_plan(metrics: Sequence[str | Metric], *, refs_mode: str = "multi", toke
             continue
         try:
             metric = build_metric(entry, **shared)
+            signature = str(metric.signature())    # may load the model (ADEM): a failure skips it too
         except DialevalError as exc:
             if not wants_all:
                 raise
-            reason = str(exc).replace(f"metric {entry!r} ", "")
+            reason = str(exc).replace(f"metric {entry!r} ", "").replace(f"metric {entry} ", "")
             skipped.setdefault(reason, []).append(entry)
             continue
         built.append(metric)
+        signatures[metric.name] = signature
         if recipe is not None:
             from ..metrics.registry import metric_spec
 
@@ -133,7 +136,7 @@ def make_plan(metrics: Sequence[str | Metric], *, refs_mode: str = "multi", toke
         key = metric.corpus_pass_key()
         if key is not None and key not in first_pass:
             first_pass[key] = i
-    return Plan(names=names, signatures={m.name: str(m.signature()) for m in built},
+    return Plan(names=names, signatures={m.name: signatures.get(m.name) or str(m.signature()) for m in built},
                 recipe=tuple(recipe) if recipe is not None else None, first_pass=first_pass,
                 chunk_size=int(chunk_size),
                 needs_references={m.name: bool(m.needs_references) for m in built},

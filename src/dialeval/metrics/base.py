@@ -178,6 +178,8 @@ class Metric:
     higher_is_better: ClassVar[bool] = True
     # "sum", "concat" or None (= "sum" unless the subclass overrides `reduce`); see module doc
     state_reduction: ClassVar[str | None] = None
+    # `name@hash` of the shipped default model it was built with (set by the registry), or None
+    default_model: str | None = None
 
     def __init__(self, refs_mode: Literal["multi", "max", "mean"] = "multi", tokenizer: str | None = None):
         if refs_mode not in REFS_MODES:
@@ -231,6 +233,8 @@ class Metric:
             opts.append(("refs", self.refs_mode))
         opts.append(("tok", self.tokenizer))
         opts.extend(self.signature_options())
+        if self.default_model:
+            opts.append(("default", self.default_model))
         return Signature(self.name, tuple(opts))
 
     def compute(self, batch: Batch) -> MetricOutput:

@@ -160,4 +160,6 @@ class Compose(Metric):
                  ("metrics", "+".join(self.model.metrics_))]
         if self.overridden:
             opts.append(("override", "+".join(self.overridden)))
+        if self.default_model:
+            opts.append(("default", self.default_model))
         return Signature(self.name, tuple(opts))

@@ -40,6 +40,10 @@ class MetricSpec:
     # worker threads otherwise spin on the second core for about 0.1 s at import, which is a
     # fifth of a short word-overlap run's CPU time (see `dialeval.models.threads`).
     blas: bool = True
+    # The shipped default model (`dialeval.models.defaults`) and the option it fills when the
+    # user gives none; without the models package the metric's own "needs a model" error stays.
+    default_model: str | None = None
+    model_option: str | None = None
 
     def metric_class(self) -> type:
         module_name, cls_name = self.target.split(":")
@@ -67,7 +71,13 @@ class MetricSpec:
         accepted = self.option_specs()
         kwargs = {k: v for k, v in options.items()
                   if (k in accepted or self.passes_options) and v is not None}
-        return self.metric_class()(**self.fixed, **kwargs)
+        from ..models.defaults import fill_default
+
+        tag = fill_default(self, kwargs)
+        metric = self.metric_class()(**self.fixed, **kwargs)
+        if tag is not None:
+            metric.default_model = tag      # named in the signature
+        return metric
 
 
 _OPTION_SPECS: dict[tuple, dict[str, OptionSpec]] = {}
@@ -97,26 +107,27 @@ _SPECS: list[MetricSpec] = [
                "sentence-encoder cosine (all-MiniLM-L6-v2 by default), best over references",
                extra="embeddings"),
     *[MetricSpec(name, f"dialeval.metrics.lm.metric:{cls}", "lm", desc,
-                 extra="lm")
+                 extra="lm", default_model="lm", model_option="lm_model")
       for name, cls, desc in [
           ("lm_coherence", "LMCoherence", "context coherence c(r|q), causal LM, normalised (holistic eq. 2)"),
           ("lm_fluency", "LMFluency", "fluency f(r), causal LM, normalised (holistic eq. 4)"),
           ("lm_coherence_raw", "LMCoherenceRaw", "mean log P(response | query) per token (holistic eq. 1)"),
           ("lm_fluency_raw", "LMFluencyRaw", "mean log P(response) per token (holistic eq. 3)")]],
     *[MetricSpec(name, f"dialeval.metrics.amfm.metric:{cls}", "amfm", desc,
-                 extra="amfm")
+                 extra="amfm", default_model="amfm", model_option="amfm_model")
       for name, cls, desc in [
           ("am", "AM", "AM-FM adequacy: LSI cosine, max over references (eq. 1); needs --amfm-model"),
           ("fm", "FM", "AM-FM fluency: n-gram LM probability ratio, max over references (eq. 2-3)"),
           ("fm_abs", "FMAbs", "AM-FM absolute fluency: n-gram LM probability of the response (eq. 2)"),
           ("amfm", "AMFM", "AM-FM: lambda*AM + (1-lambda)*FM, lambda 0.8 (eq. 4); needs --amfm-model")]],
     *[MetricSpec(name, f"dialeval.metrics.learned.adem.metric:{cls}", "learned", desc,
-                 extra="learned")
+                 extra="learned", default_model=name, model_option="adem_model")
       for name, cls, desc in [
           ("adem", "AdemScore", "ADEM (Lowe et al. 2017) eq. 1, trained on human ratings; needs --adem-model"),
           ("c_adem", "CAdemScore", "C-ADEM: ADEM's context term only, reference-free; needs --adem-model"),
           ("r_adem", "RAdemScore", "R-ADEM: ADEM's reference term only; needs --adem-model")]],
-    *[MetricSpec(name, f"dialeval.metrics.mme.metric:{cls}", "mme", desc, extra="mme")
+    *[MetricSpec(name, f"dialeval.metrics.mme.metric:{cls}", "mme", desc, extra="mme",
+                 default_model="mme", model_option="mme_model")
       for name, cls, desc in [
           ("mme_fm", "MMEFluency", "MME-CRS fluency sub-metric, [0,1]; needs --mme-model"),
           ("mme_rm", "MMERelevance", "MME-CRS relevance (next-utterance prediction), [0,1]; needs --mme-model"),
@@ -133,7 +144,8 @@ _SPECS: list[MetricSpec] = [
                  "(corpus-level, no references)", fixed={"order": k}, blas=False) for k in (1, 2, 3)],
     MetricSpec("compose", "dialeval.metrics.compose:Compose", "compose",
                "composition of other metrics (MME-CRS correlation re-scaling, average or ridge); "
-               "needs --compose-model from `dialeval fit compose`", extra="compose", passes_options=True),
+               "needs --compose-model from `dialeval fit compose`", extra="compose", passes_options=True,
+               default_model="compose", model_option="compose_model"),
 ]
 
 ENTRY_POINT_GROUP = "dialeval.metrics"

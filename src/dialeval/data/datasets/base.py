@@ -30,6 +30,20 @@ from ..sample import DatasetInfo, Sample
 DIALOGUE_ID = "dialogue_id"
 
 
+@dataclass(frozen=True)
+class Source:
+    """Where a data set's folder comes from, under what terms, and how the loader expects it
+    laid out. Each loader module declares its `SOURCE`; `dialeval datasets --sources` and
+    docs/datasets.md are both rendered from these (`dialeval.data.datasets.sources`)."""
+
+    folder: str                 # the folder name under a --data-root
+    title: str                  # the data set and its paper
+    origin: str                 # project page / repository (and commit) the files come from
+    licence: str                # the data's terms, in short
+    layout: tuple[str, ...]     # files the loader reads, relative to the folder
+    note: str = ""
+
+
 @dataclass
 class Dataset:
     info: DatasetInfo

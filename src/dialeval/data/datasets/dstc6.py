@@ -15,7 +15,18 @@ import os
 
 from ...errors import InputError
 from ..sample import DatasetInfo, Sample
-from .base import Dataset, need_file, read_text
+from .base import Dataset, need_file, read_text, Source
+
+SOURCE = Source(
+    folder="dstc6-eval",
+    title="DSTC6 end-to-end conversation modeling, human evaluation package (Hori & Hori 2017, arXiv:1706.07440)",
+    origin=("the organisers' dstc6_t2_evaluation.tgz, linked from the README of github.com/dialogtekgeek/"
+            "DSTC6-End-to-End-Conversation-Modeling; a copy of its folder dstc6_t2_evaluation/ is in the history of "
+            "github.com/karthik19967829/DSTC11-Benchmark (commit 678fdf7)"),
+    licence="no licence file: research use, cite Hori & Hori 2017; the texts are public tweets (Twitter's terms apply)",
+    layout=("human_evaluation_results.txt", "references/original_refs.txt", "references/refgen_result{1..10}.txt",
+            "hypotheses/S_{1..20}.txt"),
+    note="system-level human means only; the dialogue contexts are not public (tweet ids)")
 
 REFERENCE_FILES = ["original_refs.txt"] + [f"refgen_result{k}.txt" for k in range(1, 11)]
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 import os
 
 from ..sample import DatasetInfo, Sample
-from .base import DIALOGUE_ID, Dataset, need_file, rating, read_json, snake
+from .base import DIALOGUE_ID, Dataset, need_file, rating, read_json, snake, Source
+
+SOURCE = Source(
+    folder="dstc9-interactive-flowscore",
+    title="DSTC9 track 3 interactive evaluation (Gunasekara et al. 2021), as packaged with FlowScore (Li et al. 2021)",
+    origin="github.com/ictnlp/DialoFlow (commit a861408), folder FlowScore/: data/chatbot{1..11}.json",
+    licence="MIT (the DialoFlow repository); cite the DSTC9 overview",
+    layout=("data/chatbot{1..11}.json",))
 
 SCALES = {"overall": (1, 5), "consistent": (0, 1), "likeable": (1, 3), "diverse": (1, 3),
           "informative": (1, 3), "coherent": (1, 3), "understanding": (1, 3), "flexible": (1, 3),

@@ -10,7 +10,17 @@ from __future__ import annotations
 import os
 
 from ..sample import DatasetInfo, Sample
-from .base import DIALOGUE_ID, Dataset, need_file, rating, read_csv, snake
+from .base import DIALOGUE_ID, Dataset, need_file, rating, read_csv, snake, Source
+
+SOURCE = Source(
+    folder="predictive-engagement",
+    title="Predictive Engagement (Ghazarian et al., AAAI 2020)",
+    origin="github.com/PlusLabNLP/PredictiveEngagement (commit 214d3eb), folder data/",
+    licence="MIT (the repository's LICENSE); the dialogues come from ConvAI 2017 and DailyDialog (CC BY-NC-SA 4.0)",
+    layout=("data/Eng_Scores_queries_gen_gtruth_replies.csv",
+            "data/humanAMT_engscores_utt.csv, data/DD_finetune_train.csv, data/DD_finetune_valid.csv (mme_em's training labels)",
+            "../dailydialog/test.zip (ADEM: the references are DailyDialog test's next turns)"),
+    note="the engagement labels of mme_em: ConvAI utterance labels and the DailyDialog fine-tuning split, never the rated set")
 
 SCORE_COLUMNS = ("Ruber_Unref_Score", "CTX_Unref_Score", "Eng_Score_MeanPooling",
                  "Eng_Score_MaxPooling")

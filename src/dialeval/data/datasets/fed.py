@@ -15,7 +15,15 @@ import hashlib
 import os
 
 from ..sample import DatasetInfo, Sample
-from .base import DIALOGUE_ID, Dataset, need_file, rating, read_json, snake
+from .base import DIALOGUE_ID, Dataset, need_file, rating, read_json, snake, Source
+
+SOURCE = Source(
+    folder="fed",
+    title="FED, fine-grained evaluation of dialog (Mehri & Eskenazi, SIGDIAL 2020)",
+    origin=("http://shikib.com/fed_data.json, linked from github.com/Shikib/fed; a copy is in "
+            "github.com/DSincerity/FED_Replication (commit f0a9a67)"),
+    licence="no licence stated: research use, cite Mehri & Eskenazi 2020; dialogues from the Meena release",
+    layout=("fed_data.json",))
 
 TURN = {
     "interesting": (0, 2), "engaging": (0, 2), "specific": (0, 2), "relevant": (0, 2),

@@ -14,7 +14,16 @@ from collections import defaultdict
 
 from ...errors import InputError
 from ..sample import DatasetInfo, Sample
-from .base import DIALOGUE_ID, Dataset, need_file, rating, read_json, read_text
+from .base import DIALOGUE_ID, Dataset, need_file, rating, read_json, read_text, Source
+
+SOURCE = Source(
+    folder="grade",
+    title="GRADE coherence judgements on DailyDialog, ConvAI2, EmpatheticDialogues (Huang et al., EMNLP 2020)",
+    origin="github.com/li3cmz/GRADE (commit c6cec02), folder evaluation/ (the prefix evaluation/ dropped)",
+    licence=("no licence file: research use, cite Huang et al. 2020; dialogues: DailyDialog (CC BY-NC-SA 4.0), "
+             "ConvAI2 (MIT), EmpatheticDialogues (CC BY-NC 4.0)"),
+    layout=("human_score/human_judgement.json", "eval_data/<corpus>/<model>/human_hyp.txt",
+            "eval_data/<corpus>/<model>/human_ref.txt"))
 
 CORPORA = {"dailydialog": "dailydialog_EVAL", "convai2": "convai2",
            "empatheticdialogues": "empatheticdialogues"}

@@ -19,7 +19,14 @@ from pathlib import Path
 
 from ...errors import InputError
 from ..sample import DatasetInfo, Sample
-from .base import DIALOGUE_ID, Dataset, need_file, rating, read_csv, read_text
+from .base import DIALOGUE_ID, Dataset, need_file, rating, read_csv, read_text, Source
+
+SOURCE = Source(
+    folder="dailydialog-multiref-gupta",
+    title="DailyDialog multi-reference test set and ratings (Gupta et al., SIGDIAL 2019)",
+    origin="github.com/prakharguptaz/multirefeval (commit 2a4b544), folder multiref-dataset/",
+    licence="no licence file: cite Gupta et al. 2019; the dialogues are DailyDialog test (CC BY-NC-SA 4.0)",
+    layout=("multiref-dataset/mturk_rating_processed_output.csv", "multiref-dataset/multireftest.json (optional)"))
 
 
 def _multiref(path) -> list[list[list[str]]] | None:

@@ -9,7 +9,14 @@ import os
 
 from ...errors import InputError
 from ..sample import DatasetInfo, Sample
-from .base import DIALOGUE_ID, Dataset, need_file, rating, read_csv
+from .base import DIALOGUE_ID, Dataset, need_file, rating, read_csv, Source
+
+SOURCE = Source(
+    folder="holistic-eval",
+    title="Holistic evaluation ratings (Pang et al., ACL 2020)",
+    origin="github.com/alexzhou907/dialogue_evaluation (commit d7f08e0), top-level files",
+    licence="no licence for the data: cite Pang et al. 2020; contexts from DailyDialog (CC BY-NC-SA 4.0)",
+    layout=("context_data_release.csv", "fluency_data_release.csv"))
 
 FILES = {"coherence": "context_data_release.csv", "fluency": "fluency_data_release.csv"}
 

@@ -14,7 +14,17 @@ from __future__ import annotations
 import os
 
 from ..sample import DatasetInfo, Sample
-from .base import DIALOGUE_ID, Dataset, need_file, rating, read_json, snake
+from .base import DIALOGUE_ID, Dataset, need_file, rating, read_json, snake, Source
+
+SOURCE = Source(
+    folder="usr",
+    title="USR annotations of PersonaChat and TopicalChat responses (Mehri & Eskenazi, ACL 2020)",
+    origin=("http://shikib.com/pc_usr_data.json and http://shikib.com/tc_usr_data.json (linked from github.com/"
+            "Shikib/usr); copies: github.com/daqh/llm-eval (pc_usr_data.json), github.com/ramya2811/GRADE-A-PLUS "
+            "commit f28e372 (data/usr_data/tc_usr_data.json)"),
+    licence=("no licence stated: research use, cite Mehri & Eskenazi 2020; dialogues: PersonaChat (MIT), "
+             "Topical-Chat (CDLA-Sharing-1.0)"),
+    layout=("pc_usr_data.json", "tc_usr_data.json"))
 
 QUALITIES = {
     "understandable": ("Understandable: is the response understandable in the context? 0-1", (0, 1)),
