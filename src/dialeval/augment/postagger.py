@@ -101,7 +101,7 @@ def ewt_tagger(treebank_dir: str | None = None, cache_dir: str | None = None):
         return load_tagger(cache_dir)
     if not treebank_dir:
         raise DialevalError(f"no POS tagger cached at {cache_dir}; give the UD English-EWT folder "
-                            "(--treebank DIR, e.g. ../shared/data/ud-english-ewt) to train it once")
+                            "(--treebank DIR, e.g. $DATA/ud-english-ewt) to train it once")
     train = os.path.join(treebank_dir, "en_ewt-ud-train.conllu")
     if not os.path.exists(train):
         raise InputError("no en_ewt-ud-train.conllu here (UD English-EWT folder expected)", path=treebank_dir)

@@ -149,7 +149,7 @@ def add_commands(sub) -> None:
                    help="crs: correlation re-scaling (MME-CRS); avg: plain mean (MME-Avg); ridge")
     p.add_argument("--data", action="append", required=True, metavar="NAME:PATH",
                    help="a development set: a data set loader name and its folder "
-                   "(usr-pc:../shared/data/usr), or any name and a rated JSONL/CSV/TSV file (repeatable)")
+                   "(usr-pc:$DATA/usr), or any name and a rated JSONL/CSV/TSV file (repeatable)")
     p.add_argument("--metrics", required=True, help="comma-separated metrics to compose")
     p.add_argument("--quality", default="all",
                    help="qualities to fit weights for, comma-separated, or all (default: every rated one)")

@@ -41,7 +41,7 @@ def add_train_commands(train_sub) -> None:
 
     p = train_sub.add_parser("adem", help="train ADEM on rated data sets (NAME:PATH, see `dialeval datasets`)")
     p.add_argument("--data", action="append", required=True,
-                   help="rated set as NAME:FOLDER (e.g. usr-tc:../shared/data/usr), or a JSONL/CSV file "
+                   help="rated set as NAME:FOLDER (e.g. usr-tc:$DATA/usr), or a JSONL/CSV file "
                         "with a 1-5 rating (repeatable)")
     p.add_argument("--quality",
                    help="the rated quality to train on (default: a registered set's own, e.g. overall; a file's "

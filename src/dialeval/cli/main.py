@@ -51,7 +51,7 @@ examples:
   dialeval score --hyp system.txt --ref refs1.txt --ref refs2.txt
   dialeval correlate scores.jsonl --human overall
   dialeval datasets                      # the public human-rated sets it can load
-  dialeval evaluate usr-tc ../shared/data/usr --metrics bleu2,rouge_l
+  dialeval evaluate usr-tc $DATA/usr --metrics bleu2,rouge_l
   dialeval metrics                       # every metric and its options
 
 `dialeval COMMAND --help` describes a command's options. Input errors are reported on one

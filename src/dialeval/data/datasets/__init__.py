@@ -1,6 +1,6 @@
 """Loaders for the public human-judgment data sets, by name.
 
-`load_dataset(name, path)` takes the data set's folder (e.g. `../shared/data/usr`) and
+`load_dataset(name, path)` takes the data set's folder (e.g. `$DATA/usr`) and
 returns a `Dataset`: a `DatasetInfo` (qualities, scales, level) and `Sample`s whose
 `ratings` hold the individual annotators' scores and whose `meta["dialogue_id"]` names the
 dialogue (dialogue-level correlation groups by it). Several names may share one folder
