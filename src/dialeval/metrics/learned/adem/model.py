@@ -457,7 +457,7 @@ class Adem(Estimator):
         values.pop("tuned_layers_", None)
         return values, arrays
 
-    def _extra_files(self) -> dict[str, str]:
+    def _write_files(self, staging_dir: str) -> None:
         """A VHRED encoder travels inside the ADEM folder (`encoder/`), so a model can be moved
         or shared as one folder; its files are in ADEM's manifest too. Fine-tuned MiniLM layers
         are written to `encoder.safetensors` (dialeval.backbones' layout: the base model's tensor names)."""
@@ -465,19 +465,21 @@ class Adem(Estimator):
 
         kind, path = parse_encoder_spec(self.encoder)
         if self.is_tuned():
-            import tempfile
-
             from ....backbones.tuning import WEIGHTS_FILE, save_layers
 
-            tmp = os.path.join(tempfile.mkdtemp(prefix="dialeval-adem-"), WEIGHTS_FILE)
-            save_layers(self.tuned_layers_, tmp, content="dialeval adem tuned MiniLM layers")
-            return {WEIGHTS_FILE: tmp}
+            save_layers(self.tuned_layers_, os.path.join(staging_dir, WEIGHTS_FILE),
+                        content="dialeval adem tuned MiniLM layers")
+            return
         if kind != "hred":
-            return {}
+            return
+        import shutil
+
         from ....models.store import files_under
 
-        return {f"{BUNDLED_ENCODER}/{rel}": os.path.join(path, rel) for rel in files_under(path)} | \
-            {f"{BUNDLED_ENCODER}/manifest.json": os.path.join(path, "manifest.json")}
+        for rel in [*files_under(path), "manifest.json"]:
+            target = os.path.join(staging_dir, BUNDLED_ENCODER, rel)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(os.path.join(path, rel), target)
 
     def _set_state(self, values: Mapping[str, Any], arrays: Mapping[str, np.ndarray], directory: str) -> None:
         missing = {"M_", "N_", "pca_mean_", "pca_components_"} - set(arrays)
