@@ -110,7 +110,7 @@ def cmd_train_adem(args) -> int:
     import time
 
     from dialeval.metrics.learned.adem.data import load_rated
-    from dialeval.metrics.learned.adem.model import SEARCH_GRID, Adem
+    from dialeval.metrics.learned.adem.model import SEARCH_GRID, Adem, search_rows
 
     model = Adem(encoder=args.encoder, variant=args.variant, preset=args.preset, pca_dims=args.pca_dims,
                  gamma=args.gamma, lr=args.lr, batch_size=args.batch_size, max_epochs=args.max_epochs,
@@ -120,7 +120,10 @@ def cmd_train_adem(args) -> int:
     model._check()        # a setting error (e.g. fine-tuning hred) before the data is read
     rows = [r for spec in args.data for r in load_rated(spec, quality=args.quality)]
     started = time.time()
-    model.fit(rows, search=SEARCH_GRID if args.search else None, progress=_log)
+    if args.search:
+        _search, model = search_rows(model, rows, SEARCH_GRID, progress=_log)
+    else:
+        model.fit(rows, progress=_log)
     model.save(args.output)
     print(json.dumps({"output": args.output, "rows": len(rows), "total_seconds": round(time.time() - started, 1),
                       **{k: v for k, v in model.training_.items() if k != "curve"}}))
