@@ -48,3 +48,4 @@ def test_unknown_or_empty_setting_refused():
         SettingsSearch(Shifted(), {"depth": [1]}, scoring=closeness).fit([1])
     with pytest.raises(DialevalError, match="at least one value"):
         SettingsSearch(Shifted(), {"shift": []}, scoring=closeness).fit([1])
+
