@@ -57,17 +57,31 @@ class Adem(Estimator):
     """ADEM, a scikit-learn-shaped estimator: `fit(rows)`, `predict(...)`, `save`/`load`.
 
     Options:
-        encoder: minilm (frozen all-MiniLM-L6-v2), minilm:DIR or hred:DIR
-        variant: adem, c_adem (context term only) or r_adem (reference term only)
+        encoder: minilm (frozen all-MiniLM-L6-v2), minilm:DIR (a sentence-transformers folder) or
+            hred:DIR (a `train dialogue-encoder` folder)
+        variant: adem (context and reference), c_adem (context term only) or r_adem (reference
+            term only)
         preset: paper (L1 on M, N, PCA 7) or released (squared L2, PCA 50)
-        pca_dims: PCA dimensions (default from the preset; 0 keeps all)
+        pca_dims: PCA dimensions (default: 7 paper, 50 released; 0: all)
         gamma: weight of the penalty on M, N (default 0.02)
-        lr: Adam step size for M and N (default 0.01)
-        finetune_layers: 0 (default, the paper's frozen encoder) or N in 1..6: after the frozen
-            fit, fine-tune the top N MiniLM layers with M and N under the ADEM loss (minilm only)
-        finetune_lr: AdamW step size of the tuned layers (default 1e-4; M, N keep `lr`)
-        finetune_epochs: passes over the (oversampled) training rows in stage 2 (default 1)
-        finetune_minutes: stop stage 2 after this many minutes, keeping the best state (default: no limit)
+        lr: Adam step size for M and N
+        batch_size: rows per training step
+        max_epochs: most passes over the training rows
+        patience: epochs without a better validation Spearman before stopping (the best epoch's
+            M and N are kept)
+        val_fraction: share of the rows (split by context) held out for early stopping and the
+            settings search
+        context_turns: minilm: the last k context turns, joined
+        oversample: length-binned oversampling by score class (paper section 5)
+        max_oversample: a score class is resampled to at most this many times its own size
+        seed: random seed
+        finetune_layers: minilm only: after the frozen fit, fine-tune the top N of MiniLM's 6
+            layers with M and N under the ADEM loss, early-stopped on the same validation split
+            (default 0: frozen, as the paper)
+        finetune_lr: AdamW step size of the tuned layers (M and N keep lr)
+        finetune_epochs: passes over the (oversampled) training rows when fine-tuning
+        finetune_minutes: stop fine-tuning after this many minutes, keeping the best validation
+            state (default: no limit)
     """
 
     kind = KIND
