@@ -15,7 +15,7 @@ import os
 import random
 import tempfile
 import time
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
@@ -30,17 +30,19 @@ LM_FILE = "lm.arpa"
 
 
 class AMFMModel(Estimator):
-    """Options:
-      dims: LSI dimension L (the paper's 10)
-      order: n-gram order n (the paper's 2)
-      weighting: bag-of-words term weighting for LSI (tf: raw counts; binary; tfidf)
-      lsi_sentences: random sentences the SVD is trained on (the paper's 10000; 0 or None: all)
-      seed: random seed for the SVD sample
+    """AM-FM's two trained parts: the LSI space (AM) and the n-gram language model (FM).
+
+    Options:
+      dims: LSI dimension L (default 10, the paper's)
+      order: n-gram order n (default 2, the paper's)
+      weighting: bag-of-words term weighting for LSI (default tf: raw counts)
+      lsi_sentences: random sentences the SVD is trained on (default 10000, the paper's; 0: all)
+      seed: random seed of the SVD's sentence sample and of the SVD
     """
 
     kind = KIND
 
-    def __init__(self, dims: int = 10, order: int = 2, weighting: str = "tf",
+    def __init__(self, dims: int = 10, order: int = 2, weighting: Literal["tf", "binary", "tfidf"] = "tf",
                  lsi_sentences: int | None = 10000, seed: int = 0):
         self.dims = dims
         self.order = order
