@@ -105,7 +105,22 @@ def _mme(out):
               seed=0)
 
 
+DIALOGUES = ["Hello , how are you ? __eou__ I am fine , thanks . __eou__",
+             "Good morning ! __eou__ Morning , nice weather today . __eou__"] * 20
+
+
+def _word2vec(out):
+    pytest.importorskip("gensim")
+    from dialeval.metrics.embedding.train import Word2VecVectors
+
+    corpus = out / "corpus.txt"
+    corpus.write_text("\n".join(DIALOGUES) + "\n", encoding="utf-8")
+    Word2VecVectors(dim=8, epochs=1, min_count=1).fit_corpus(str(corpus)).save(out / "w2v")
+    Word2VecVectors.load(out / "w2v").save(out / "w2v-again")
+
+
 RECIPES = {
+    "Word2VecVectors": _word2vec,
     "ComposeModel": _compose,
     "AMFMModel": _amfm,
     "DialogueEncoder": _hred,
@@ -199,3 +214,28 @@ def test_amfm_folder_in_the_layout_before_the_estimator_still_loads(tmp_path):
     assert np.array_equal(old.lsi_.components, new.lsi_.components)
     texts = ["pizza and cheese", "flight to the airport"]
     assert np.array_equal(old.lm_.mean_log10(texts), new.lm_.mean_log10(texts))
+
+
+def test_word2vec_folder_written_before_the_estimator_still_loads(tmp_path):
+    """A word2vec folder in the old layout (flat config.json, as `save_vectors_artifact`
+    writes) loads as a Word2VecVectors, and a new one reads as vectors like an old one."""
+    pytest.importorskip("gensim")
+    import numpy as np
+
+    from dialeval.metrics.embedding.train import Word2VecVectors
+    from dialeval.metrics.embedding.vectors import load_vectors, save_vectors_artifact
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(DIALOGUES) + "\n", encoding="utf-8")
+    model = Word2VecVectors(dim=8, epochs=1, min_count=1, seed=3).fit_corpus(str(corpus))
+    model.save(tmp_path / "new")
+    save_vectors_artifact(tmp_path / "old", model.words_, model.vectors_,
+                          {"method": "word2vec", "corpus": "corpus.txt", "dim": 8, "window": 5, "min_count": 1,
+                           "epochs": 1, "seed": 3, "lowercased": True, "skip_gram": True, "tokenizer": "nltk-word",
+                           "sentences": model.info_["sentences"]})
+    old, new = Word2VecVectors.load(tmp_path / "old"), Word2VecVectors.load(tmp_path / "new")
+    assert old.get_params() == new.get_params() == model.get_params()
+    assert old.words_ == new.words_ == model.words_
+    assert np.array_equal(old.vectors_, new.vectors_)
+    a, b = load_vectors(str(tmp_path / "old")), load_vectors(str(tmp_path / "new"))
+    assert a.words == b.words and np.array_equal(a.matrix, b.matrix)
