@@ -103,6 +103,9 @@ def _mme(out):
     train_mme(str(corpus), str(out / "mme"), engagement=str(_engagement(out / "engagement")), only=SUBMETRICS,
               max_examples=40, sm_sentences=200, encoder_mode="finetune", finetune_layers=1, finetune_epochs=1,
               seed=0)
+    from dialeval.metrics.mme.model import MMETrainer
+
+    MMETrainer.load(out / "mme").save(out / "mme-again")      # a loaded folder saves too
 
 
 DIALOGUES = ["Hello , how are you ? __eou__ I am fine , thanks . __eou__",
@@ -125,6 +128,7 @@ RECIPES = {
     "AMFMModel": _amfm,
     "DialogueEncoder": _hred,
     "Adem": _adem,
+    "MMETrainer": _mme,
     "HeadSubMetric": _mme,
     "FluencyModel": _mme,
     "RelevanceModel": _mme,
@@ -239,3 +243,29 @@ def test_word2vec_folder_written_before_the_estimator_still_loads(tmp_path):
     assert np.array_equal(old.vectors_, new.vectors_)
     a, b = load_vectors(str(tmp_path / "old")), load_vectors(str(tmp_path / "new"))
     assert a.words == b.words and np.array_equal(a.matrix, b.matrix)
+
+
+@pytest.mark.slow
+def test_mme_folder_written_before_the_trainer_still_loads_and_keeps_other_submetrics(tmp_path):
+    """An MME folder of the old layout (no config.json: mme.json, sub-metric folders, manifest)
+    loads as an MMETrainer with its recorded settings; training another sub-metric into a folder
+    keeps the one already there, byte for byte."""
+    from test_mme import _corpus
+    from test_mme_finetune import _need_encoder
+
+    _need_encoder()
+    from dialeval.metrics.mme.model import MMEModel, MMETrainer, train_mme
+    from dialeval.models.store import write_manifest
+
+    corpus = _corpus(tmp_path / "dialogues_train.txt", n=30)
+    out = tmp_path / "mme"
+    train_mme(str(corpus), str(out), only=["tcm"], max_examples=30, seed=2)
+    before = (out / "tcm" / "arrays.npz").read_bytes()
+    train_mme(str(corpus), str(out), only=["sm"], sm_sentences=100, seed=2)
+    assert (out / "tcm" / "arrays.npz").read_bytes() == before
+    assert sorted(MMEModel(str(out)).root["submetrics"]) == ["sm", "tcm"]
+    (out / "config.json").unlink()                     # the layout train_mme wrote before
+    write_manifest(out, "mme")
+    old = MMETrainer.load(out)
+    assert old.seed == 2 and sorted(old.submetrics_) == ["sm", "tcm"]
+    assert type(old.submetrics_["tcm"]).__name__ == "TopicCoherenceModel"
