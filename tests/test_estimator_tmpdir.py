@@ -122,7 +122,25 @@ def _word2vec(out):
     Word2VecVectors.load(out / "w2v").save(out / "w2v-again")
 
 
+def _lm(out):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from dataclasses import asdict
+
+    from test_lm import tiny_config, write_dailydialog
+
+    from dialeval.metrics.lm.train import LMTrainer
+
+    corpus = write_dailydialog(out / "dialogues.txt", 40)
+    trainer = LMTrainer(**{**asdict(tiny_config()), "max_steps": 3}).fit(str(corpus), log=lambda m: None)
+    trainer.save(out / "lm")
+    again = LMTrainer.load(out / "lm")
+    assert again.get_params() == trainer.get_params()
+    again.save(out / "lm-again")
+
+
 RECIPES = {
+    "LMTrainer": _lm,
     "Word2VecVectors": _word2vec,
     "ComposeModel": _compose,
     "AMFMModel": _amfm,

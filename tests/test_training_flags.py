@@ -19,13 +19,15 @@ def _estimators():
     from dialeval.metrics.embedding.train import Word2VecVectors
     from dialeval.metrics.learned.adem.hred import DialogueEncoder
     from dialeval.metrics.learned.adem.model import Adem
+    from dialeval.metrics.lm.train import LMTrainer
     from dialeval.metrics.mme.model import MMETrainer
 
-    return {"adem": Adem, "dialogue-encoder": DialogueEncoder, "amfm": AMFMModel, "mme": MMETrainer,
+    return {"lm": LMTrainer, "adem": Adem, "dialogue-encoder": DialogueEncoder, "amfm": AMFMModel, "mme": MMETrainer,
             "vectors": Word2VecVectors, "compose": ComposeModel}
 
 
-REQUIRED = {"adem": ["train", "adem", "--data", "x:y", "-o", "out"],
+REQUIRED = {"lm": ["train", "lm", "--corpus", "c.txt", "-o", "out"],
+            "adem": ["train", "adem", "--data", "x:y", "-o", "out"],
             "dialogue-encoder": ["train", "dialogue-encoder", "--corpus", "c.txt", "-o", "out"],
             "amfm": ["train", "amfm", "-o", "out"],
             "mme": ["train", "mme", "--corpus", "c.txt", "-o", "out"],
@@ -34,6 +36,12 @@ REQUIRED = {"adem": ["train", "adem", "--data", "x:y", "-o", "out"],
 
 # flags the commands had before they were generated, with a value and the setting it must give
 OLD_FLAGS = {
+    "lm": [(["--epochs", "2"], "epochs", 2.0), (["--max-steps", "5"], "max_steps", 5),
+           (["--max-minutes", "1"], "max_minutes", 1.0), (["--batch-size", "8"], "batch_size", 8),
+           (["--lr", "0.01"], "lr", 0.01), (["--vocab-size", "300"], "vocab_size", 300),
+           (["--layers", "2"], "n_layer", 2), (["--dim", "32"], "n_embd", 32), (["--heads", "2"], "n_head", 2),
+           (["--context-length", "64"], "n_positions", 64), (["--reference-pairs", "20"], "reference_pairs", 20),
+           (["--threads", "1"], "threads", 1), (["--device", "cpu"], "device", "cpu"), (["--seed", "3"], "seed", 3)],
     "adem": [(["--encoder", "hred:e"], "encoder", "hred:e"), (["--variant", "c_adem"], "variant", "c_adem"),
              (["--preset", "released"], "preset", "released"), (["--pca-dims", "4"], "pca_dims", 4),
              (["--gamma", "0.5"], "gamma", 0.5), (["--lr", "0.1"], "lr", 0.1),
@@ -91,3 +99,13 @@ def test_patience_help_names_what_adem_stops_on(parser, capsys):
         parser.parse_args(["train", "adem", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "without a better validation Spearman" in text and "validation loss" not in text
+
+
+def test_lm_trainer_settings_are_the_config_record():
+    """`LMTrainConfig` (what `train_lm` takes and `dialeval_lm.json` records) has exactly
+    LMTrainer's parameters, with the same defaults."""
+    from dataclasses import asdict
+
+    from dialeval.metrics.lm.train import LMTrainConfig, LMTrainer
+
+    assert asdict(LMTrainConfig()) == LMTrainer().get_params()

@@ -93,7 +93,7 @@ def verify(directory: str | os.PathLike, kind: str | None = None) -> dict:
     return manifest
 
 
-def save_artifact(directory: str | os.PathLike, kind: str, config: Mapping[str, Any],
+def save_artifact(directory: str | os.PathLike, kind: str, config: Mapping[str, Any] | None,
                   arrays: Mapping[str, np.ndarray] | None = None,
                   files: Mapping[str, str | os.PathLike] | None = None,
                   write: Callable[[str], None] | None = None) -> str:
@@ -108,8 +108,9 @@ def save_artifact(directory: str | os.PathLike, kind: str, config: Mapping[str, 
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
     try:
-        with open(os.path.join(staging, CONFIG), "w", encoding="utf-8") as handle:
-            json.dump(dict(config), handle, indent=1, sort_keys=True)
+        if config is not None:      # None: `write` provides config.json (a transformers checkpoint)
+            with open(os.path.join(staging, CONFIG), "w", encoding="utf-8") as handle:
+                json.dump(dict(config), handle, indent=1, sort_keys=True)
         if arrays:
             np.savez(os.path.join(staging, ARRAYS), **{k: np.asarray(v) for k, v in arrays.items()})
         for name, source in (files or {}).items():     # a name may hold a subfolder ("encoder/x")
