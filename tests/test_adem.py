@@ -165,6 +165,7 @@ def test_tokenize():
     assert tokenize("I'd like it, Bob!") == ["i'd", "like", "it", ",", "bob", "!"]
 
 
+@pytest.mark.slow
 def test_vhred_training_lowers_perplexity_and_round_trips(tmp_path):
     untrained = tiny_encoder(max_steps=1, lr=1e-9)
     trained = tiny_encoder()
@@ -333,6 +334,7 @@ def rated_file(tmp_path, n=40):
     return data
 
 
+@pytest.mark.slow
 def test_cli_trains_from_a_rated_file_and_scores(encoder_dir, tmp_path):
     data = rated_file(tmp_path)
     out = tmp_path / "adem"
@@ -347,6 +349,7 @@ def test_cli_trains_from_a_rated_file_and_scores(encoder_dir, tmp_path):
     assert all(1 - 2 < v["adem"] < 5 + 2 for v in value.values())
 
 
+@pytest.mark.slow
 def test_cli_search_records_every_candidate_and_keeps_the_best(encoder_dir, tmp_path):
     data = rated_file(tmp_path)
     out = tmp_path / "adem"

@@ -25,6 +25,8 @@ from dialeval.errors import DialevalError  # noqa: E402
 from dialeval.metrics.learned.adem.data import RatedRow, split_by_context  # noqa: E402
 from dialeval.metrics.learned.adem.model import Adem, spearman  # noqa: E402
 
+pytestmark = pytest.mark.slow   # trains real (tiny) models
+
 DIALOGUES = [
     ("hi , how are you ?", "i am fine , thanks . and you ?", "no idea what a taxi is ."),
     ("what time is it ?", "it is five o'clock .", "i like blue cheese a lot ."),

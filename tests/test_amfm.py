@@ -22,6 +22,8 @@ from dialeval.metrics.amfm.ngram import ArpaLM, find_lmplz
 from dialeval.metrics.amfm.text import tokens
 from dialeval.metrics.amfm.tuning import cross_validate, score_grid, system_folds, turn_keys
 
+pytestmark = pytest.mark.slow   # trains real (tiny) models
+
 needs_lmplz = pytest.mark.skipif(find_lmplz() is None, reason="KenLM lmplz not built (run install.sh)")
 
 # -- a synthetic training corpus: two topics, so LSI has structure to find ------------------------

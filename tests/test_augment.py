@@ -31,6 +31,7 @@ def small_tagger(tmp_path_factory):
     return str(out), load_tagger(str(out))
 
 
+@pytest.mark.slow
 def test_tagger_accuracy_and_json_artifact(small_tagger):
     from dialeval.augment.postagger import read_conllu
 

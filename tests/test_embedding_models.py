@@ -1,4 +1,4 @@
-"""Sentence-encoder cosine, the default word vectors, and `dialeval train vectors`."""
+"""Sentence-encoder cosine, the MiniLM word vectors, and `dialeval train vectors`."""
 
 from __future__ import annotations
 
@@ -52,21 +52,31 @@ def test_sentence_model_option_takes_a_local_folder(tmp_path):
         SentenceCosine(sentence_model=str(tmp_path)).compute(Batch(["a"], [["b"]]))
 
 
-def test_default_vectors_are_found_after_building_them(tmp_path):
-    from dialeval.metrics.embedding.defaults import default_vectors_dir
+def test_minilm_vectors_by_name_after_building_them(tmp_path):
+    """The MiniLM input embeddings (the default before GloVe) stay available as `minilm`."""
+    from dialeval.metrics.embedding.defaults import minilm_vectors_dir
     from dialeval.metrics.embedding.nlgeval import EmbeddingAverage
 
     model_dir()
-    metric = EmbeddingAverage()
-    with pytest.raises(DialevalError, match="dialeval train vectors --default"):
-        metric.compute(Batch(["hello"], [["hello"]]))
     assert main(["train", "vectors", "--default"]) == 0
-    config = json.loads(open(os.path.join(default_vectors_dir(), "config.json")).read())
+    config = json.loads(open(os.path.join(minilm_vectors_dir(), "config.json")).read())
     assert config["method"] == "encoder-input" and config["dim"] == 384
-    out = EmbeddingAverage().compute(Batch(["good morning", "hello"], [["good morning"], ["goodbye"]]))
+    out = EmbeddingAverage(word_vectors="minilm").compute(Batch(["good morning", "hello"],
+                                                                [["good morning"], ["goodbye"]]))
     assert out.sentence[0] == pytest.approx(1.0, abs=1e-6)
     assert -1 <= out.sentence[1] < 1
-    assert "vectors:word-vectors-default" in str(out.signature)
+    assert "vectors:minilm:" in str(out.signature) and "dim:384" in str(out.signature)
+
+
+def test_minilm_vectors_are_built_on_first_use():
+    from dialeval.metrics.embedding.defaults import minilm_vectors_dir
+    from dialeval.metrics.embedding.nlgeval import EmbeddingAverage
+
+    model_dir()
+    assert not os.path.exists(minilm_vectors_dir())
+    out = EmbeddingAverage(word_vectors="minilm").compute(Batch(["good morning"], [["good morning"]]))
+    assert out.sentence[0] == pytest.approx(1.0, abs=1e-6)
+    assert os.path.isdir(minilm_vectors_dir())
 
 
 def test_train_word2vec_artifact(tmp_path, capsys):

@@ -28,6 +28,7 @@ AMFM = ["am", "fm", "fm_abs", "amfm"]
 LEARNED = ["adem", "c_adem", "r_adem"]
 MME = ["mme_fm", "mme_rm", "mme_tcm", "mme_em", "mme_sm_nll", "mme_sm_nce", "mme_sm_ppl"]
 COMPOSE = ["compose"]
+DIVERSITY = ["distinct1", "distinct2", "distinct3", "entropy1", "entropy2", "entropy3"]
 SEEDS = [0, 1, 2]
 
 WORDS = ("i you we the a like want to and would really pizza pasta train flight hotel city "
@@ -96,7 +97,20 @@ def assert_same(plan, samples, seeds=SEEDS, tol=0.0, corpus_tol=1e-12, before_ea
 
 
 def test_every_registered_metric_is_covered():
-    assert sorted(REGISTRY) == sorted(OVERLAP + EMBEDDING + LM + AMFM + LEARNED + MME + COMPOSE)
+    assert sorted(REGISTRY) == sorted(OVERLAP + EMBEDDING + LM + AMFM + LEARNED + MME + COMPOSE + DIVERSITY)
+
+
+def test_diversity_metrics_shard_exactly():
+    """Distinct-n and entropy-n are functions of the n-gram table, which merges exactly: any
+    cut gives the unsharded values bit for bit, per system and overall."""
+    samples = make_samples()
+    plan = make_plan(DIVERSITY)
+    whole_sentence, whole = sharded(plan, samples, [])
+    for cuts in ([1], [5, 17, 30], list(range(1, len(samples)))):
+        sentence, totals = sharded(plan, samples, cuts)
+        for m in plan.names:
+            np.testing.assert_array_equal(sentence[m], whole_sentence[m])
+        assert totals.corpus_values(plan) == whole.corpus_values(plan)
 
 
 def test_overlap_metrics_shard_exactly():

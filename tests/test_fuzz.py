@@ -92,6 +92,20 @@ def test_metrics(metric, tmp_path):
     run()
 
 
+@pytest.mark.parametrize("metric", ft.WILD_METRICS)
+def test_metrics_on_surrogates_and_cjk(metric, tmp_path):
+    """Scraped-chat text read through the JSONL reader (lone surrogates, unspaced CJK): a
+    correct result, never a crash."""
+    target = ft.wild_metric_target(metric)
+    examples = 4 if metric in ("meteor", "sent_cosine") else 12
+
+    @settings(FAST, max_examples=examples)
+    @given(seed=SEEDS)
+    def run(seed):
+        allowed(target, seed, tmp_path)
+    run()
+
+
 @pytest.mark.parametrize("metric", ft.CHEAP_METRICS)
 def test_identical_hypothesis_scores_as_the_originals(metric, tmp_path):
     ft.check_identity(metric, tmp_path, random.Random(1))

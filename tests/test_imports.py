@@ -160,3 +160,45 @@ def test_backbones_import_no_metric():
     up = sorted(f"{m} -> {t}" for m, targets in import_graph().items() if m.startswith("dialeval.backbones")
                 for t in targets if t.startswith(METRICS))
     assert not up, up
+
+
+# The layers, lowest first; a module may import its own layer and the ones below it, never one
+# above. `dialeval` (the package's front door) sits on top with the CLI.
+LAYERS = [
+    ("base", ("dialeval.errors", "dialeval.version", "dialeval.options", "dialeval.optional",
+              "dialeval.progress")),
+    ("data", ("dialeval.data",)),
+    ("text", ("dialeval.text",)),
+    ("models", ("dialeval.models",)),
+    ("backbones", ("dialeval.backbones",)),
+    ("metrics", ("dialeval.metrics", "dialeval.augment")),
+    ("engine", ("dialeval.engine",)),
+    ("scoring", ("dialeval.scoring",)),
+    ("meta", ("dialeval.meta",)),
+    ("report", ("dialeval.report",)),
+    ("cli", ("dialeval.cli", "dialeval")),
+]
+
+# Upward imports still to be removed (issue 24, "Layers point down only"); each entry names the
+# one edge it allows, so a new upward import fails.
+ALLOWED_UPWARD = {
+    # `compose` rebuilds its fitted model, whose estimator lives with the fitting code in meta/
+    ("dialeval.metrics.compose", "dialeval.meta.compose"),
+}
+
+
+def layer_of(module: str) -> int:
+    best, rank = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best:
+                best, rank = len(p), i
+    assert rank is not None, f"{module} belongs to no layer: add it to LAYERS"
+    return rank
+
+
+def test_layers_point_down_only():
+    up = sorted(f"{m} ({LAYERS[layer_of(m)][0]}) -> {t} ({LAYERS[layer_of(t)][0]})"
+                for m, targets in import_graph().items() for t in targets
+                if layer_of(t) > layer_of(m) and (m, t) not in ALLOWED_UPWARD)
+    assert not up, "imports that point up a layer:\n" + "\n".join(up)

@@ -18,6 +18,8 @@ pytest.importorskip("tokenizers")
 
 from dialeval.errors import DialevalError  # noqa: E402
 
+pytestmark = pytest.mark.slow   # trains real (tiny) models
+
 QA = [("how are you ?", "i am fine , thank you ."),
       ("where do you live ?", "i live in a small town near the sea ."),
       ("what time is it ?", "it is ten o'clock in the morning ."),

@@ -35,6 +35,7 @@ AMFM_TABLE1 = {"bleu4": (-0.5108, 0.0214), "rouge_l": (0.1450, 0.5420), "cider_d
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_amfm_table1_system_level():
     from dialeval.data.datasets import load_dataset
     from dialeval.meta.evaluate import system_level_rows

@@ -298,6 +298,7 @@ def _meteor_in_daemon(queue):
         queue.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
+@pytest.mark.slow
 def test_meteor_workers_inside_a_daemonic_process_align_in_process():
     """Dask workers are daemonic processes, which may not fork: METEOR must not try to."""
     import multiprocessing

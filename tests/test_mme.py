@@ -17,6 +17,8 @@ from dialeval.errors import DialevalError
 from dialeval.metrics.mme import data as D
 from dialeval.metrics.mme.normalise import apply_range, fit_range
 
+pytestmark = pytest.mark.slow   # trains real (tiny) models
+
 
 class FixedRandom(random.Random):
     """random() always returns `value`; the rest is a seeded Random."""

@@ -16,6 +16,8 @@ from conftest import flip_byte
 
 from dialeval.errors import DialevalError
 
+pytestmark = pytest.mark.slow   # trains real (tiny) models
+
 ENCODER_METRICS = ["mme_fm", "mme_rm", "mme_em"]
 
 

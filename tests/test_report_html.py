@@ -69,6 +69,7 @@ def test_report_numbers_come_from_the_library(usr_report):
     assert report["agreement"] and report["agreement"][0]["raters"] == 3
 
 
+@pytest.mark.slow
 def test_report_opens_in_chromium(usr_report, tmp_path):
     from chromium_cdp import Browser, find_chromium
 

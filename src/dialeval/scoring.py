@@ -20,6 +20,7 @@ import numpy as np
 
 from .data.readers import from_records
 from .data.sample import Sample
+from .engine.rows import _clean, output_row  # noqa: F401  (output_row is public here too)
 from .errors import DialevalError
 from .metrics.base import Metric
 
@@ -58,8 +59,9 @@ class ScoreResult:
         """One row per sample: id, system, response, references, one column per metric (NaN
         where a metric has no value), and a `rating:<quality>` column per rated quality
         (annotators' mean), the column naming the CSV reader accepts."""
-        import pandas as pd
+        from .optional import require
 
+        pd = require("pandas", ".to_pandas()", "report")
         frame = pd.DataFrame({
             "id": [s.id for s in self.samples],
             "system": [s.system for s in self.samples],
@@ -72,25 +74,6 @@ class ScoreResult:
         for q in qualities:
             frame[f"rating:{q}"] = [s.human(q) for s in self.samples]
         return frame
-
-
-def output_row(sample: Sample, scores: dict[str, float]) -> dict[str, Any]:
-    """The per-sample output row (JSON-ready: non-finite scores become null)."""
-    row: dict[str, Any] = {"id": sample.id, "system": sample.system, "response": sample.response,
-                           "references": list(sample.references),
-                           "scores": {m: _clean(v) for m, v in scores.items()}}
-    if sample.ratings:
-        row["ratings"] = sample.ratings
-    if sample.context:
-        row["context"] = sample.context
-    if sample.meta:
-        row["meta"] = sample.meta
-    return row
-
-
-def _clean(value: float) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 def group_by_system(samples: Sequence[Sample]) -> dict[str, list[int]]:
@@ -117,7 +100,7 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
         tokenizer: one tokenizer for every metric (default: each metric's original)
 
     Engine options:
-        backend: "local" (this process) or "dask" (needs `pip install 'dialeval[dask]'`)
+        backend: "local" (this process) or "dask" (needs `pip install -e '.[dask]'` in the repository)
         workers: Dask workers of a local cluster (backend "dask")
         scheduler: address of an existing Dask scheduler (backend "dask")
         chunk_size: samples per shard (default 5000); any value gives the same numbers
@@ -140,7 +123,6 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
     plan = make_plan(metrics, refs_mode=refs_mode, tokenizer=tokenizer,
                      chunk_size=chunk_size or DEFAULT_CHUNK_SIZE, notes=notes, **metric_options)
     size = plan.chunk_size
-    n_shards = (len(samples) + size - 1) // size
 
     def shards():
         for start in range(0, len(samples), size):
@@ -149,12 +131,11 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
     n = len(samples)
     sentence = {name: np.full(n, np.nan) for name in plan.names}
     stats: dict[str, np.ndarray] = {}
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = None
-    if show and n_shards > 1:
-        from tqdm import tqdm
+    from .progress import Progress, default_mode, ticking
 
-        bar = tqdm(total=n, unit="sample", file=sys.stderr, leave=False)
+    # the library stays quiet unless on a terminal or asked (progress=True: lines when not a terminal)
+    mode = default_mode(True) if progress else ("bar" if progress is None and sys.stderr.isatty() else None)
+    bar = Progress(n, mode)
 
     def collect(index, chunk, result, totals):
         start = index * size
@@ -164,16 +145,15 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
             if name not in stats:
                 stats[name] = np.full((n, rows.shape[1]), np.nan)
             stats[name][start:start + result.n] = rows
-        if bar is not None:
-            bar.update(result.n)
+        bar.set(min(start + result.n, n))
 
     engine = make_backend(backend, workers=workers, scheduler=scheduler)
     try:
-        totals = run_plan(plan, shards, engine, keep_stats=True, on_shard=collect)
+        with ticking(bar.advance):
+            totals = run_plan(plan, shards, engine, keep_stats=True, on_shard=collect)
     finally:
         engine.close()
-        if bar is not None:
-            bar.close()
+        bar.close()
     from .engine.merge import no_reference_note
 
     note = no_reference_note(plan, totals)

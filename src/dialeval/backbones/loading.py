@@ -66,11 +66,22 @@ def load_backbone(path: str | os.PathLike, kind: str = "auto", device: str | Non
         raise BackboneError(f"{path}: no such model folder or file")
     device = resolve_device(device)
     key = (content_key(path), kind, task, device, gguf_file)
-    return cache.get_or_load(key, lambda: _load(path, kind, task, device, gguf_file))
+    return cache.get_or_load(key, lambda: _announced_load(path, kind, task, device, gguf_file))
+
+
+def _announced_load(path: str, kind: str, task: str, device: str, gguf_file: str | None) -> "Backbone":
+    from ..progress import loading
+
+    with loading(f"model {os.path.basename(os.path.normpath(path))}"):
+        return _load(path, kind, task, device, gguf_file)
 
 
 def _load(path: str, kind: str, task: str, device: str, gguf_file: str | None) -> "Backbone":
     offline_environment()
+    from ..optional import require
+
+    require("torch", "a transformer backbone", "embeddings")
+    require("transformers", "a transformer backbone", "embeddings")
     apply_thread_policy()
     from transformers.utils import logging as hf_logging
 
@@ -79,7 +90,8 @@ def _load(path: str, kind: str, task: str, device: str, gguf_file: str | None) -
         if not os.path.exists(os.path.join(path, "modules.json")) and \
                 not os.path.exists(os.path.join(path, "config.json")):
             raise BackboneError(f"{path}: not a sentence-transformers model folder (no modules.json or config.json)")
-        from sentence_transformers import SentenceTransformer
+        SentenceTransformer = require("sentence_transformers", "a sentence-transformers backbone",
+                                      "embeddings").SentenceTransformer
 
         st = SentenceTransformer(path, device=device, local_files_only=True)
         model = st[0].auto_model

@@ -115,7 +115,8 @@ def load_callable(spec: str):
 
 
 def cmd_diversity(args) -> int:
-    from dialeval.data.writers import atomic_write, format_table
+    from dialeval.data.writers import atomic_write
+    from dialeval.report.tables import format_table
     from dialeval.metrics.diversity.entropy import diversity_report, responses_of_system
     from dialeval.metrics.diversity.groups import read_groups
 

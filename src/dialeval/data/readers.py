@@ -11,6 +11,7 @@ import io
 import json
 import math
 import os
+import re
 from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -226,6 +227,9 @@ def from_records(records: Iterable[Any]) -> list[Sample]:
         if isinstance(record, Sample):
             out.append(record)
         else:
+            record, changed = replace_surrogates(record)
+            if changed:
+                _warn_surrogates("<record>", i + 1)
             out.append(record_to_sample(record, index=i, path="<record>", line=i + 1))
     return out
 
@@ -255,6 +259,73 @@ def _clean_frame_row(row: dict) -> dict:
     return cleaned
 
 
+# --------------------------------------------------------------------------- lone surrogates
+
+# JSON may escape a UTF-16 surrogate with no partner ("\ud800", legal JSON, common in scraped
+# chat logs, where a tool cut an emoji in half). Python then holds a string that cannot be
+# encoded as UTF-8: tokenizers, hashes and the output writer fail on it. The rule: each lone
+# surrogate becomes U+FFFD (the replacement character, what a UTF-8 decoder gives for a broken
+# sequence), with one warning per file naming the first line. Refusing the file would stop a
+# large crawl for one broken emoji; U+FFFD keeps the row, and its mark is visible in the output.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+_WARNED_SURROGATES: set[str] = set()
+
+
+def replace_surrogates(value: Any) -> tuple[Any, bool]:
+    """`value` (a parsed JSON value) with every lone surrogate in its strings, keys included,
+    replaced by U+FFFD; and whether anything was replaced."""
+    if isinstance(value, str):
+        if value.isascii() or not _SURROGATE.search(value):
+            return value, False
+        return _SURROGATE.sub(REPLACEMENT, value), True
+    if isinstance(value, list):
+        changed = False
+        out = []
+        for item in value:
+            item, c = replace_surrogates(item)
+            out.append(item)
+            changed |= c
+        return (out, True) if changed else (value, False)
+    if isinstance(value, dict):
+        changed = False
+        pairs = []
+        for key, item in value.items():
+            key, c1 = replace_surrogates(key)
+            item, c2 = replace_surrogates(item)
+            pairs.append((key, item))
+            changed |= c1 or c2
+        return (dict(pairs), True) if changed else (value, False)
+    return value, False
+
+
+def _warn_surrogates(path: str, line: int | None) -> None:
+    """One warning per file (per process): where the first lone surrogate was."""
+    if path in _WARNED_SURROGATES:
+        return
+    _WARNED_SURROGATES.add(path)
+    import warnings
+
+    from ..errors import DialevalWarning
+
+    where = f"{path}:{line}" if line is not None else str(path)
+    warnings.warn(DialevalWarning(f"{where}: lone UTF-16 surrogate escape (such as \\ud800) replaced by "
+                                  "U+FFFD; later ones in this file are replaced without a warning"),
+                  stacklevel=2)
+
+
+def _loads(text: str, path: str, line: int | None) -> Any:
+    """`json.loads(text)` with lone surrogates replaced (see above); only lines that contain a
+    surrogate escape are searched, so clean input costs one substring test."""
+    value = json.loads(text)
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        value, changed = replace_surrogates(value)
+        if changed:
+            _warn_surrogates(path, line)
+    return value
+
+
 # --------------------------------------------------------------------------- JSONL
 
 def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
@@ -265,7 +336,7 @@ def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
         if not text.strip():
             continue
         try:
-            yield number, json.loads(text)
+            yield number, _loads(text, path, number)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", path=path,
                              line=number) from None
@@ -288,7 +359,7 @@ def _located_jsonl(path: str | os.PathLike) -> Iterator[tuple[int | None, Sample
             yield from _json_array_samples(path, number, text, lines)
             return
         try:
-            record = json.loads(text)
+            record = _loads(text, path, number)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", path=path,
                              line=number) from None
@@ -302,7 +373,7 @@ def _json_array_samples(path: str, first: int, text: str,
                         rest: Iterator[tuple[int, str]]) -> Iterator[tuple[int | None, Sample]]:
     body = "\n".join([text] + [t for _, t in rest])
     try:
-        records = json.loads(body)
+        records = _loads(body, path, None)
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", path=path,
                          line=first + exc.lineno - 1) from None

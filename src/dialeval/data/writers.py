@@ -42,6 +42,41 @@ def atomic_write(path: str | os.PathLike, mode: str = "w") -> Iterator[Any]:
         raise
 
 
+def check_writable(path: str | os.PathLike, *, folder: bool = False, what: str = "output") -> None:
+    """Refuse, before any work starts, an output that cannot be written: a file path naming a
+    directory (or a folder path naming a file), or a place whose nearest existing folder
+    refuses writing (permissions, a read-only mount). The test creates and removes a probe
+    file there, as `os.access` can say yes where a read-only mount or an ACL says no. The
+    error is one line naming the path; nothing is created (folders that would have to be
+    made are not made here)."""
+    from ..errors import DialevalError
+
+    path = os.fspath(path)
+    if not path or path == "-":
+        return
+    if os.path.isdir(path) and not folder:
+        raise DialevalError(f"{what} {path}: is a directory (give a file name)")
+    if os.path.exists(path) and folder and not os.path.isdir(path):
+        raise DialevalError(f"{what} {path}: is a file (give a folder)")
+    place = path if folder else os.path.dirname(os.path.abspath(path))
+    place = os.path.abspath(place)
+    while not os.path.exists(place):
+        parent = os.path.dirname(place)
+        if parent == place:
+            break
+        place = parent
+    if not os.path.isdir(place):
+        raise DialevalError(f"{what} {path}: cannot be written ({place} is not a folder)")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".dialeval-probe-", dir=place)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise DialevalError(f"{what} {path}: cannot be written ({place}: {reason})") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+
+
 def json_value(value: Any) -> Any:
     """JSON has no NaN: non-finite floats become null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -65,11 +100,3 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
     with atomic_write(path) as handle:
         json.dump(json_value(obj), handle, ensure_ascii=False, indent=2)
         handle.write("\n")
-
-
-def format_table(header: list[str], rows: list[list[Any]], fmt: str = "plain",
-                 digits: int = 4) -> str:
-    """Kept for old imports: tables now live in `dialeval.report.tables`."""
-    from ..report.tables import format_table as _format_table
-
-    return _format_table(header, rows, fmt=fmt, digits=digits)

@@ -38,11 +38,10 @@ class DaskBackend:
     name = "dask"
 
     def __init__(self, workers: int | None = None, scheduler: str | None = None, window: int | None = None):
-        try:
-            from distributed import Client, LocalCluster
-        except ImportError:
-            raise DialevalError("--backend dask needs dask and distributed: "
-                                "pip install 'dialeval[dask]'") from None
+        from ..optional import require
+
+        distributed = require("distributed", "--backend dask", "dask")
+        Client, LocalCluster = distributed.Client, distributed.LocalCluster
         self.cluster = None
         if scheduler:
             self.client = Client(scheduler)

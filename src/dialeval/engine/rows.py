@@ -29,10 +29,27 @@ _ESCAPED = bytes([ord('"'), ord("\\"), *range(0x20)])
 _isfinite = math.isfinite
 
 
+def output_row(sample: Sample, scores: dict[str, float]) -> dict[str, Any]:
+    """The per-sample output row (JSON-ready: non-finite scores become null)."""
+    row: dict[str, Any] = {"id": sample.id, "system": sample.system, "response": sample.response,
+                           "references": list(sample.references),
+                           "scores": {m: _clean(v) for m, v in scores.items()}}
+    if sample.ratings:
+        row["ratings"] = sample.ratings
+    if sample.context:
+        row["context"] = sample.context
+    if sample.meta:
+        row["meta"] = sample.meta
+    return row
+
+
+def _clean(value: float) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
 def row_line(sample: Sample, scores: dict[str, float], extra: dict[str, Any] | None = None) -> str:
     """One output row, by definition: the JSON of `output_row` (and `extra`), one line."""
-    from ..scoring import output_row
-
     row = output_row(sample, scores)
     if extra:
         row.update(extra)

@@ -70,6 +70,21 @@ class ShardResult:
 
 def score_shard(plan: Plan, samples: Sequence[Sample], corpus: dict[str, dict[Any, Any]] | None,
                 keep_stats: bool = False) -> ShardResult:
+    """Score one shard. Tallies the metrics make (out-of-vocabulary counts) travel in
+    `extra["tallies"]`, so that the run can report them once, from any backend."""
+    from ..progress import collect_tallies
+
+    with collect_tallies() as tallies:
+        result = _score_shard(plan, samples, corpus, keep_stats)
+    if tallies:
+        result.extra["tallies"] = tallies
+    return result
+
+
+def _score_shard(plan: Plan, samples: Sequence[Sample], corpus: dict[str, dict[Any, Any]] | None,
+                 keep_stats: bool = False) -> ShardResult:
+    from ..progress import tick
+
     metrics = plan.metrics()
     n = len(samples)
     sentence = {m.name: np.full(n, np.nan) for m in metrics}
@@ -91,7 +106,11 @@ def score_shard(plan: Plan, samples: Sequence[Sample], corpus: dict[str, dict[An
                 if metric.name not in stats:
                     stats[metric.name] = np.full((n, out.stats.shape[1]), np.nan)
                 stats[metric.name][idx] = out.stats
-            states[system][metric.name] = metric.partial_state(out.stats)
+            # a metric whose corpus value is not a function of its statistics rows (the diversity
+            # measures: n-gram types) hands its own mergeable state
+            states[system][metric.name] = out.extra["state"] if "state" in out.extra else \
+                metric.partial_state(out.stats)
+            tick(len(rows) / len(metrics))   # progress within the shard (this process only)
     with_refs = sum(1 for s in samples if s.references)
     return ShardResult(n=n, sentence=sentence, states=states, counts=counts, with_refs=with_refs,
                        stats=stats)

@@ -80,6 +80,28 @@ class Source:
                 os.unlink(self._spool)
             self._spool = None
 
+    def estimated_rows(self) -> int | None:
+        """About how many samples the input holds, for the progress total: its lines (blank
+        lines and a CSV header aside, multi-line CSV cells make it an over-estimate), counted
+        without decoding; None for a JSON array (one record is not one line)."""
+        from ..data.readers import count_lines, input_format
+
+        try:
+            if self.hyp:
+                return sum(count_lines(p) for p in self.hyp)
+            path = self._spool or self.path
+            if path is None or path == STDIN:
+                return None
+            fmt = input_format(self.path, self.fmt)
+            with open(path, "rb") as handle:
+                head = handle.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+            if fmt == "jsonl" and head.startswith(b"["):
+                return None
+            n = count_lines(path)
+            return max(n - 1, 0) if fmt in ("csv", "tsv") else n
+        except (OSError, DialevalError):
+            return None
+
     def fingerprint(self) -> dict[str, Any]:
         paths = list(self.hyp) + list(self.ref) if self.hyp else [self.path]
         files = []
@@ -196,12 +218,10 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
             os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
             handle = open(partial, "wb")
 
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = None
-    if show:
-        from tqdm import tqdm
+    from ..progress import Progress, default_mode, ticking
 
-        bar = tqdm(unit="sample", file=sys.stderr, leave=False, initial=totals.n)
+    mode = default_mode(progress)
+    bar = Progress(source.estimated_rows() if mode else None, mode, initial=totals.n)
     kill_after = os.environ.get(KILL_HOOK)
     kill_after = int(kill_after) if kill_after not in (None, "") else None
 
@@ -217,8 +237,7 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
             os.fsync(handle.fileno())
             save_checkpoint(checkpoint, {"fingerprint": fingerprint, "shards": index + 1, "bytes": handle.tell(),
                                          "totals": totals_now.to_dict(), "first_pass": first_pass_record})
-        if bar is not None:
-            bar.update(result.n)
+        bar.set(totals_now.n)   # exact at each shard's end (ticks moved it within the shard)
 
     ok = False
     try:
@@ -238,8 +257,9 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
                 first_pass_record = save_first_pass(first_pass_file, plan, corpus)
                 save_checkpoint(checkpoint, {"fingerprint": fingerprint, "shards": skip, "bytes": handle.tell(),
                                              "totals": totals.to_dict(), "first_pass": first_pass_record})
-        totals = run_plan(plan, shards, backend, corpus=corpus, totals=totals, skip=skip, on_shard=on_shard,
-                          keep_stats=with_stats)
+        with ticking(bar.advance):
+            totals = run_plan(plan, shards, backend, corpus=corpus, totals=totals, skip=skip, on_shard=on_shard,
+                              keep_stats=with_stats)
         if totals.n == 0:
             raise DialevalError("no samples to score")
         ok = True
@@ -253,12 +273,17 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
                     os.unlink(path)
         raise
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
         if handle is not None:
             handle.close()
     if ok and output:
-        os.replace(partial, output)
+        try:
+            os.replace(partial, output)
+        except OSError as exc:   # checked up front by the CLI; a race or a library caller
+            for path in (partial, checkpoint, first_pass_file):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            raise DialevalError(f"cannot write {output}: {exc.strerror or exc}") from None
         for path in (checkpoint, first_pass_file):
             with contextlib.suppress(OSError):
                 os.unlink(path)

@@ -389,7 +389,9 @@ def _ridge_cv(x: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: Sequence
     Folds are the groups (one development set each, all its rated qualities together, so a
     set's items never sit on both sides) when there are at least two, else 5 seeded random
     folds."""
-    from sklearn.linear_model import Ridge
+    from ..optional import require
+
+    Ridge = require("sklearn.linear_model", "the ridge baseline", "compose").Ridge
 
     from .correlation import correlation
 

@@ -285,6 +285,11 @@ class Metric:
             return MetricState("sum", len(valid), total=valid.sum(axis=0))
         return MetricState("sum", len(stats), total=np.nansum(stats, axis=0))
 
+    def corpus_from_counts(self, counts: dict) -> float:
+        """Corpus value of a "counts" state (metrics whose `compute` puts one in
+        `MetricOutput.extra["state"]`, the diversity measures)."""
+        raise NotImplementedError
+
     def merge_states(self, a: "MetricState", b: "MetricState") -> "MetricState":
         return a.merge(b)
 
@@ -292,6 +297,8 @@ class Metric:
         """Corpus value of a (merged) state; equals `reduce` of all its rows."""
         if state.kind == "concat":
             return self.reduce(state.rows)
+        if state.kind == "counts":
+            return self.corpus_from_counts(state.counts)
         if state.n == 0:
             return math.nan
         total = state.total
@@ -311,6 +318,7 @@ class MetricState:
     n: int
     total: np.ndarray | None = None
     rows: np.ndarray | None = None
+    counts: dict | None = None   # "counts": n-gram (tuple of tokens) -> occurrences (diversity)
 
     def merge(self, other: "MetricState") -> "MetricState":
         if self.kind != other.kind:
@@ -319,6 +327,11 @@ class MetricState:
             return self
         if self.n == 0:
             return other
+        if self.kind == "counts":   # exact: a union of n-gram types with their summed counts
+            merged = dict(self.counts)
+            for key, c in other.counts.items():
+                merged[key] = merged.get(key, 0) + c
+            return MetricState("counts", self.n + other.n, counts=merged)
         if self.kind == "sum":
             return MetricState("sum", self.n + other.n, total=self.total + other.total)
         return MetricState("concat", self.n + other.n, rows=np.concatenate([self.rows, other.rows]))
@@ -326,7 +339,9 @@ class MetricState:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form (floats round-trip exactly through repr), for resumable checkpoints."""
         out: dict[str, Any] = {"kind": self.kind, "n": self.n}
-        if self.kind == "sum":
+        if self.kind == "counts":
+            out["counts"] = [[list(k), int(c)] for k, c in self.counts.items()]
+        elif self.kind == "sum":
             out["total"] = [float(v) for v in self.total]
         else:
             out["rows"] = np.asarray(self.rows, dtype=np.float64).tolist()
@@ -335,6 +350,8 @@ class MetricState:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "MetricState":
+        if data["kind"] == "counts":
+            return cls("counts", int(data["n"]), counts={tuple(k): int(c) for k, c in data["counts"]})
         if data["kind"] == "sum":
             return cls("sum", int(data["n"]), total=np.asarray(data["total"], dtype=np.float64))
         rows = np.asarray(data["rows"], dtype=np.float64).reshape(-1, int(data.get("width", 0)))

@@ -46,8 +46,9 @@ class MetricSpec:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            hint = f" (pip install 'dialeval[{self.extra}]')" if self.extra else ""
-            raise DialevalError(f"metric {self.name!r} needs a missing dependency: {exc.name}{hint}") from None
+            from ..optional import missing
+
+            raise missing(exc, f"metric {self.name!r}", self.extra) from None
         return getattr(module, cls_name)
 
     def option_specs(self) -> dict[str, OptionSpec]:
@@ -124,6 +125,12 @@ _SPECS: list[MetricSpec] = [
           ("mme_sm_nll", "MMESpecificityNLL", "MME-CRS specificity, summed masked-LM surprisal, [0,1]"),
           ("mme_sm_nce", "MMESpecificityNCE", "MME-CRS specificity, per-token masked-LM cross-entropy, [0,1]"),
           ("mme_sm_ppl", "MMESpecificityPPL", "MME-CRS specificity, masked-LM pseudo-perplexity, [0,1]")]],
+    *[MetricSpec(f"distinct{k}", "dialeval.metrics.diversity.metric:DistinctN", "diversity",
+                 f"distinct-{k}: distinct {k}-grams / {k}-gram occurrences of a system's responses "
+                 "(corpus-level, no references)", fixed={"order": k}, blas=False) for k in (1, 2, 3)],
+    *[MetricSpec(f"entropy{k}", "dialeval.metrics.diversity.metric:EntropyN", "diversity",
+                 f"entropy-{k}: entropy in bits of a system's {k}-gram distribution "
+                 "(corpus-level, no references)", fixed={"order": k}, blas=False) for k in (1, 2, 3)],
     MetricSpec("compose", "dialeval.metrics.compose:Compose", "compose",
                "composition of other metrics (MME-CRS correlation re-scaling, average or ridge); "
                "needs --compose-model from `dialeval fit compose`", extra="compose", passes_options=True),

@@ -19,7 +19,9 @@ SVG_RC = {"svg.hashsalt": "dialeval", "svg.fonttype": "none", "font.size": 8,
 
 
 def _pyplot():
-    import matplotlib
+    from ..optional import require
+
+    matplotlib = require("matplotlib", "drawing plots", "report")
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
@@ -29,15 +31,20 @@ def _pyplot():
 
 def system_colours(systems: Sequence[str]) -> dict[str, str]:
     """A stable colour per system (tab10, then tab20 for more than ten systems)."""
-    from matplotlib import colormaps
-    from matplotlib.colors import to_hex
+    from ..optional import require
 
-    cmap = colormaps["tab10" if len(systems) <= 10 else "tab20"]
+    matplotlib = require("matplotlib", "drawing the report's figures", "report")
+    import matplotlib.colors
+
+    to_hex = matplotlib.colors.to_hex
+    cmap = matplotlib.colormaps["tab10" if len(systems) <= 10 else "tab20"]
     return {s: to_hex(cmap(i % cmap.N)) for i, s in enumerate(systems)}
 
 
 def _svg(fig) -> str:
-    import matplotlib
+    from ..optional import require
+
+    matplotlib = require("matplotlib", "drawing the report's figures", "report")
 
     out = io.StringIO()
     with matplotlib.rc_context(SVG_RC):
@@ -129,6 +136,8 @@ def heatmap(matrix: np.ndarray, labels: Sequence[str], *, title: str = "") -> st
 
 
 def _rc():
-    import matplotlib
+    from ..optional import require
+
+    matplotlib = require("matplotlib", "drawing the report's figures", "report")
 
     return matplotlib.rc_context(SVG_RC)

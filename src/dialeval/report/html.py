@@ -305,12 +305,9 @@ def _agreement(rows, qualities, seed) -> list[dict]:
 
 def render_html(report: dict) -> str:
     """The report as one HTML document (Jinja2, autoescaped; SVG figures inlined)."""
-    try:
-        import jinja2
-    except ImportError:
-        from ..errors import DialevalError
+    from ..optional import require
 
-        raise DialevalError("the HTML report needs jinja2: pip install 'dialeval[report]'") from None
+    jinja2 = require("jinja2", "the HTML report", "report")
 
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(here), autoescape=True,

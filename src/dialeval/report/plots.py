@@ -16,7 +16,9 @@ import numpy as np
 
 
 def _pyplot():
-    import matplotlib
+    from ..optional import require
+
+    matplotlib = require("matplotlib", "drawing plots", "report")
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt

@@ -74,7 +74,9 @@ def bag_of_words(texts: Sequence[str], index: dict[str, int], idf: np.ndarray, w
 def fit_lsi(sentences: Sequence[str], dims: int, *, weighting: str = "tf", seed: int = 0,
             n_iter: int | None = None) -> LSI:
     """Learn the vocabulary and the top-`dims` singular vectors (capped by the matrix rank)."""
-    from sklearn.decomposition import TruncatedSVD
+    from ...optional import require
+
+    TruncatedSVD = require("sklearn.decomposition", "AM-FM's LSI (training amfm)", "amfm").TruncatedSVD
 
     if weighting not in WEIGHTINGS:
         raise DialevalError(f"unknown AM term weighting {weighting!r}; choose from {', '.join(WEIGHTINGS)}")

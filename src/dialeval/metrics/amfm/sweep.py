@@ -140,8 +140,9 @@ def _jsonable(value: Any) -> Any:
 
 
 def plot(out_dir: str, rows: list[dict]) -> list[str]:
-    import matplotlib
+    from ...optional import require
 
+    matplotlib = require("matplotlib", "drawing the sweep's plots", "amfm")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

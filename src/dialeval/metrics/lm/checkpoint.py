@@ -54,7 +54,9 @@ def offline() -> None:
 
     for name in ("torch", "transformers", "tokenizers", "safetensors"):
         if importlib.util.find_spec(name) is None:
-            raise DialevalError(f"the language-model metrics need {name}: pip install 'dialeval[lm]'")
+            from ...optional import MissingDependency
+
+            raise MissingDependency(name, "the language-model metrics", "lm")
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -99,6 +101,13 @@ def _first_line(exc: BaseException) -> str:
 def load_lm(path: str | os.PathLike, device: str = "cpu") -> LoadedLM:
     offline()
     path = os.fspath(path)
+    from ...progress import loading
+
+    with loading(f"language model {path}"):
+        return _load_lm(path, device)
+
+
+def _load_lm(path: str, device: str) -> LoadedLM:
     manifest = store.read_manifest(path) if os.path.isdir(path) else None
     if manifest is not None:
         store.verify(path, KIND)

@@ -280,7 +280,10 @@ class MMEModel:
 
 @lru_cache(maxsize=4)
 def _load_cached(folder: str, stamp: str) -> MMEModel:
-    return MMEModel(folder)
+    from ...progress import loading
+
+    with loading(f"MME-CRS model {folder}"):
+        return MMEModel(folder)
 
 
 def load_cached(folder: str) -> MMEModel:

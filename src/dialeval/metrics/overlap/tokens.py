@@ -9,7 +9,7 @@ reference in the tests, and runs where the kernel is not built (a source tree wi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -76,6 +76,13 @@ def _space_is_whitespace(batch: Batch) -> bool:
     return not any(c in joined for c in _OTHER_WHITESPACE)
 
 
+def _check_unspaced(batch: Batch, tokenizer: str) -> bool:
+    from ...text.tokenizers import warn_unspaced
+
+    warn_unspaced(tokenizer, chain(batch.hyps, chain.from_iterable(batch.refs)))
+    return True
+
+
 def _compiled_tokens(batch: Batch, tokenizer: str, kernel) -> TokenizedBatch | None:
     """Tokens and ids of a root batch in one C pass over the UTF-8 bytes (None: text that is not
     valid UTF-8, such as lone surrogates; the numpy path handles it)."""
@@ -105,6 +112,8 @@ def _table(ids: np.ndarray, lengths: np.ndarray) -> TokenTable:
 
 
 def tokenized(batch: Batch, tokenizer: str) -> TokenizedBatch:
+    if tokenizer in ("whitespace", "space") and batch.root is batch:
+        batch.memo(("unspaced-checked", tokenizer), lambda: _check_unspaced(batch, tokenizer))
     kernel = compiled()
     if kernel is not None and tokenizer in ("whitespace", "space") and batch.root is batch:
         found = batch.memo(("tokens-compiled", tokenizer), lambda: _compiled_tokens(batch, tokenizer, kernel))

@@ -23,9 +23,11 @@ from ...base import Batch, Metric
 
 @lru_cache(maxsize=4)
 def _load(directory: str, stamp: float):
+    from ....progress import loading
     from .model import Adem
 
-    return Adem.load(directory)
+    with loading(f"ADEM model {directory}"):
+        return Adem.load(directory)
 
 
 def load_model(directory: str | os.PathLike):

@@ -1,0 +1,110 @@
+"""Distinct-n and n-gram entropy of a system's responses as `score` metrics.
+
+A system's value is a property of all its responses together, not a mean over responses:
+distinct-n (Li et al. 2016) is the number of distinct n-grams over the number of n-gram
+occurrences in everything the system said, and entropy-n (Zhang et al. 2018; the holistic
+paper's eq. 5 on one group) is the Shannon entropy in bits of that n-gram distribution. Both
+are functions of one table: each n-gram type with its count. That table merges exactly across
+shards (types unite, counts add), whichever way the input is cut, so a sharded, resumed or Dask
+run gives the unsharded value: the state of a shard is the table itself (a "counts"
+`MetricState`), not a float sum, which could not tell a type seen in two shards from two types.
+Entropy is summed with `math.fsum` over the counts, so its value does not depend on the order
+in which types were met either.
+
+Each response's own distinct-n / entropy-n is its sentence value (NaN for a response with
+fewer than n tokens). Tokens: lowercased, split by the run's tokenizer (whitespace by default,
+as the `diversity` command); n-grams do not cross responses. No references are needed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from ...text.tokenizers import tokenize_all
+from ..base import Batch, Metric, MetricOutput, MetricState, mean_stats
+
+
+def response_ngrams(batch: Batch, tokenizer: str, n: int) -> list[list[tuple[str, ...]]]:
+    """The n-grams of each response (lowercased tokens), memoised per batch so that distinct-n
+    and entropy-n of one order count once."""
+    def build():
+        tokens = tokenize_all(tokenizer, [h.lower() for h in batch.hyps])
+        return [list(zip(*(t[i:] for i in range(n)))) for t in tokens]
+    return batch.memo(("diversity-ngrams", tokenizer, n), build)
+
+
+def _entropy(counts) -> float:
+    values = [c for c in counts if c]
+    total = sum(values)
+    if not total:
+        return math.nan
+    return -math.fsum(c * math.log2(c / total) for c in values) / total
+
+
+class _Diversity(Metric):
+    needs_references = False
+    native_tokenizer = "whitespace"
+
+    def __init__(self, order: int = 2, refs_mode: str = "multi", tokenizer: str | None = None):
+        super().__init__(refs_mode=refs_mode, tokenizer=tokenizer)
+        self.order = int(order)
+        self.name = f"{self.family_name}{self.order}"
+
+    def signature_options(self) -> list[tuple[str, Any]]:
+        return [("n", self.order), ("lower", True), ("scope", "system")]
+
+    def sentence_value(self, grams: list[tuple[str, ...]]) -> float:
+        raise NotImplementedError
+
+    def compute(self, batch: Batch) -> MetricOutput:
+        per_response = response_ngrams(batch, self.tokenizer, self.order)
+        sentence = np.fromiter((self.sentence_value(g) for g in per_response), dtype=np.float64,
+                               count=len(per_response))
+        table: Counter = Counter()
+        for grams in per_response:
+            table.update(grams)
+        state = MetricState("counts", len(batch), counts=dict(table))
+        return MetricOutput(self.name, sentence, mean_stats(sentence), self.corpus_from_counts(state.counts),
+                            self.signature(), extra={"state": state})
+
+    def partial_state(self, stats: np.ndarray) -> MetricState:
+        raise NotImplementedError("diversity states come from compute() (MetricOutput.extra['state'])")
+
+
+class DistinctN(_Diversity):
+    """Distinct-n: distinct n-grams over n-gram occurrences of all a system's responses.
+
+    Options:
+        tokenizer: tokenizer (default whitespace; tokens are lowercased)
+    """
+
+    family_name = "distinct"
+    description = "distinct-n of a system's responses (Li et al. 2016), corpus-level"
+
+    def sentence_value(self, grams):
+        return len(set(grams)) / len(grams) if grams else math.nan
+
+    def corpus_from_counts(self, counts: dict) -> float:
+        total = sum(counts.values())
+        return len(counts) / total if total else math.nan
+
+
+class EntropyN(_Diversity):
+    """Entropy-n: Shannon entropy (bits) of the n-gram distribution of a system's responses.
+
+    Options:
+        tokenizer: tokenizer (default whitespace; tokens are lowercased)
+    """
+
+    family_name = "entropy"
+    description = "n-gram entropy in bits of a system's responses (Zhang et al. 2018), corpus-level"
+
+    def sentence_value(self, grams):
+        return _entropy(Counter(grams).values()) if grams else math.nan
+
+    def corpus_from_counts(self, counts: dict) -> float:
+        return _entropy(counts.values())

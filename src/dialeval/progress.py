@@ -1,0 +1,193 @@
+"""What a long run tells its user while it works: a progress bar (or periodic lines), model
+loading, and run-wide tallies that become one warning at the end.
+
+- `Progress`: samples done of a total, with the elapsed time and an estimate of what is left.
+  On a terminal it is a tqdm bar that appears only once the run has lasted `DELAY` seconds (a
+  short run shows nothing); when stderr is not a terminal (a log file, CI), it prints a plain
+  line every `EVERY` seconds after the first `LINES_DELAY`. It advances per chunk of work: after each
+  metric on each system's part of a shard (`tick`, called by `engine.shard.score_shard` when
+  the shard is scored in this process), and is set exactly when a shard is folded in.
+- `loading`: one `dialeval: loading ...` line around a model load (the CLI turns it on; the
+  library stays quiet): at once on a terminal, after `SLOW_LOAD` seconds in a log.
+- `tally` / `collect_tallies`: counts that metrics would otherwise warn about once per shard
+  and system (out-of-vocabulary words); the engine sums them over the run and warns once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from typing import Any, Callable, Iterator
+
+DELAY = 3.0         # seconds before the bar appears on a terminal (shorter runs stay silent)
+LINES_DELAY = 10.0  # seconds before the first plain line in a log (a log wants fewer lines)
+EVERY = 15.0        # seconds between plain progress lines when stderr is not a terminal
+
+ANNOUNCE = False   # set by the CLI: print model loading
+_TICK: Callable[[float], None] | None = None
+_TALLY: dict[Any, list[int]] | None = None
+
+
+SLOW_LOAD = 10.0   # seconds: without a terminal, a load is announced once it has taken this long
+
+
+@contextlib.contextmanager
+def loading(what: str) -> Iterator[None]:
+    """Around a model load: `dialeval: loading WHAT ...` on stderr when the CLI asked for it, at
+    once on a terminal (where a silent wait looks like a hang), and in a log only when the load
+    has taken `SLOW_LOAD` seconds (so short runs keep their stderr to what matters)."""
+    if not ANNOUNCE:
+        yield
+        return
+    line = f"dialeval: loading {what} ..."
+    if sys.stderr.isatty():
+        print(line, file=sys.stderr, flush=True)
+        yield
+        return
+    import threading
+
+    timer = threading.Timer(SLOW_LOAD, lambda: print(line, file=sys.stderr, flush=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def tick(samples: float) -> None:
+    """Some samples' worth of work is done (a fraction of a shard)."""
+    if _TICK is not None:
+        _TICK(samples)
+
+
+@contextlib.contextmanager
+def ticking(callback: Callable[[float], None] | None) -> Iterator[None]:
+    global _TICK
+    before, _TICK = _TICK, callback
+    try:
+        yield
+    finally:
+        _TICK = before
+
+
+def tally(key: Any, *counts: int) -> bool:
+    """Add `counts` to the run's tally `key`; False when no run is collecting (then the caller
+    reports by itself, as a metric computed on its own does)."""
+    if _TALLY is None:
+        return False
+    have = _TALLY.setdefault(key, [0] * len(counts))
+    for i, c in enumerate(counts):
+        have[i] += int(c)
+    return True
+
+
+@contextlib.contextmanager
+def collect_tallies() -> Iterator[dict[Any, list[int]]]:
+    """Tallies made inside the block (by this process) land in the dict yielded."""
+    global _TALLY
+    before, _TALLY = _TALLY, {}
+    found = _TALLY
+    try:
+        yield found
+    finally:
+        _TALLY = before
+
+
+def merge_tallies(into: dict[Any, list[int]], part: dict[Any, list[int]] | None) -> None:
+    for key, counts in (part or {}).items():
+        have = into.setdefault(key, [0] * len(counts))
+        for i, c in enumerate(counts):
+            have[i] += c
+
+
+def report_tallies(tallies: dict[Any, list[int]]) -> None:
+    """One warning per kind of tally of a whole run."""
+    import warnings
+
+    from .errors import DialevalWarning
+
+    for key, counts in sorted(tallies.items(), key=lambda kv: repr(kv[0])):
+        if key[0] == "oov":
+            unknown, tokens = counts
+            if tokens and unknown:
+                warnings.warn(f"word vectors: {unknown / tokens:.1%} of {tokens:,} tokens out of vocabulary"
+                              f" (case {key[1]})", DialevalWarning, stacklevel=3)
+        elif key[0] == "unscored" and counts[0]:
+            warnings.warn(f"{key[1]}: {counts[0]:,} sample(s) left unscored (NaN): the response or every "
+                          "reference has no word in the vectors' vocabulary", DialevalWarning, stacklevel=3)
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class Progress:
+    """Samples done of `total` (None: unknown) on stderr: a bar on a terminal, plain lines
+    otherwise (`mode` "bar", "lines" or None for nothing)."""
+
+    def __init__(self, total: int | None, mode: str | None, initial: int = 0, unit: str = "sample"):
+        self.total = total
+        self.mode = mode
+        self.unit = unit
+        self.done = float(initial)
+        self.initial = initial
+        self.started = time.monotonic()
+        self.last_line = self.started + LINES_DELAY - EVERY
+        self.rate_from: tuple[float, float] | None = None   # (time, done) of the first advance
+        self.bar = None
+        if mode == "bar":
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=initial, unit=unit, file=sys.stderr, leave=False,
+                            delay=DELAY, dynamic_ncols=True, smoothing=0.1)
+
+    def advance(self, samples: float) -> None:
+        self.set(self.done + samples)
+
+    def set(self, done: float) -> None:
+        if self.rate_from is None:   # the rate counts from the first work done, not from the
+            self.rate_from = (time.monotonic(), done)   # start (a first pass or model loading)
+        step = done - self.done
+        self.done = done
+        if self.bar is not None:
+            if step:
+                self.bar.update(step)
+        elif self.mode == "lines" and (self.total is None or self.done < self.total):
+            now = time.monotonic()   # (no line for the finished state: the result follows)
+            if now - self.last_line >= EVERY:
+                self.last_line = now
+                print(self.line(now), file=sys.stderr, flush=True)
+
+    def line(self, now: float | None = None) -> str:
+        now = time.monotonic() if now is None else now
+        elapsed = now - self.started
+        done = int(self.done)
+        text = f"dialeval: {done:,}"
+        if self.total:
+            text += f" of {self.total:,} {self.unit}s ({min(self.done / self.total, 1):.0%})"
+        else:
+            text += f" {self.unit}s"
+        text += f", {_clock(elapsed)} elapsed"
+        if self.rate_from is not None and self.total and self.done < self.total:
+            since, base = self.rate_from
+            if self.done > base and now > since:
+                text += f", about {_clock((now - since) / (self.done - base) * (self.total - self.done))} left"
+        return text
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def default_mode(progress: bool | None) -> str | None:
+    """None (automatic): a bar on a terminal, plain lines otherwise; False: nothing; True: a bar
+    on a terminal, else lines."""
+    if progress is False:
+        return None
+    return "bar" if sys.stderr.isatty() else "lines"
