@@ -12,34 +12,25 @@ from .errors import DialevalError, InputError
 __all__ = ["__version__", "DialevalError", "InputError", "Sample", "score", "list_metrics"]
 
 
-def score(samples, metrics, **options):
-    """Score samples with the named metrics; see `dialeval.scoring.score` for every option."""
-    from .scoring import score as _score
+def _make_score():
+    """`dialeval.score`, made on first lookup so that its documentation can be generated from
+    the registry (`scoring_doc`) without making `import dialeval` read every metric module."""
+    from .scoring_doc import score_doc
 
-    return _score(samples, metrics, **options)
+    def score(samples, metrics, **options):
+        from .scoring import score as _score
 
+        return _score(samples, metrics, **options)
 
-def _share_score_doc() -> None:
-    """`help(dialeval.score)` shows the full option list of `dialeval.scoring.score`. The
-    text lives in scoring.py; reading it from the source keeps `import dialeval` light."""
-    import os
-
-    path = os.path.join(os.path.dirname(__file__), "scoring.py")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        start = text.index('    """Score `samples`', text.index("def score("))
-        end = text.index('"""', start + 8)
-        lines = text[start + 7:end].splitlines()
-        score.__doc__ = "\n".join(lines[:1] + [line[4:] for line in lines[1:]])
-    except (OSError, ValueError):
-        pass
-
-
-_share_score_doc()
+    score.__module__ = __name__
+    score.__doc__ = score_doc()
+    return score
 
 
 def __getattr__(name):
+    if name == "score":
+        globals()["score"] = made = _make_score()
+        return made
     if name == "Sample":
         from .data.sample import Sample
 

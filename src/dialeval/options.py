@@ -53,16 +53,19 @@ def docstring_options(cls: type) -> dict[str, str]:
         if not doc or "Options:" not in doc:
             continue
         block = doc.split("Options:", 1)[1]
-        current = None
+        current, indent = None, None
         for line in block.splitlines()[1:]:
             if not line.strip():
                 if current is None:
                     continue
                 break
-            m = re.match(r"^\s+(\w+):\s*(.*)$", line)
-            if m:
-                current = m.group(1)
-                found[current] = m.group(2).strip()
+            m = re.match(r"^(\s+)(\w+):\s*(.*)$", line)
+            # a line indented deeper than the options is a continuation, even one that opens
+            # with "word:" (e.g. "hred:DIR")
+            if m and (indent is None or len(m.group(1)) <= indent):
+                indent = len(m.group(1))
+                current = m.group(2)
+                found[current] = m.group(3).strip()
             elif current is not None and line.startswith(" "):
                 found[current] += " " + line.strip()
             else:

@@ -106,25 +106,9 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
         chunk_size: samples per shard (default 5000); any value gives the same numbers
         progress: show a progress bar (default: when stderr is a terminal)
 
-    Metric options (each metric takes the ones it declares; an unknown name is an error that
-    names the closest valid one):
-        meteor_resources: folder with METEOR 1.5's jar and paraphrase table (meteor)
-        meteor_workers: processes that align METEOR pairs (meteor)
-        word_vectors: word-vector file or vectors folder, or a name: glove-6b-50d (default) or minilm
-            (emb_average, emb_extrema, emb_greedy)
-        vector_case: keep or lower, how words are looked up (emb_*)
-        sentence_model: local sentence-transformers folder (sent_cosine)
-        sentence_batch_size: texts per encoder batch (sent_cosine)
-        lm_model: causal-LM checkpoint folder (lm_*)
-        lm_percentile: percentile of stored reference scores used as lower bound (lm_coherence, lm_fluency)
-        lm_batch_size: sequences per forward pass (lm_*)
-        lm_device: torch device (lm_*)
-        lm_context_turns: context turns forming the query (lm_coherence*)
-        amfm_model: trained AM-FM folder (am, fm, fm_abs, amfm)
-        amfm_lambda: weight of AM in amfm (default 0.8)
-        am_dims: LSI dimensions used by AM
-        am_refs: max, mean or centroid over references (am, amfm)
-        fm_refs: max or mean over references (fm, amfm)
+    Metric options: each metric takes the ones it declares (its constructor's keyword
+    parameters); an unknown name is an error that names the closest valid one.
+    `help(dialeval.score)` lists every registered option, generated from the registry.
 
     A sample without references gets NaN from every reference-based metric; when no sample
     has references, a `DialevalNote` warning says so once.

@@ -16,11 +16,14 @@ def _corpus_arguments(p) -> None:
                         "or plain text, one sentence per line (repeatable)")
     p.add_argument("--corpus-format", choices=["dailydialog", "jsonl", "text"],
                    help="corpus format (default: guessed per file)")
-    p.add_argument("--weighting", default="tf", choices=["tf", "binary", "tfidf"],
-                   help="bag-of-words term weighting for LSI (default tf: raw counts)")
-    p.add_argument("--lsi-sentences", type=int, default=10000,
-                   help="random sentences the SVD is trained on (default 10000, the paper's; 0: all)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+
+def _model_flags(p, names=None) -> None:
+    """AM-FM's training settings, generated from `AMFMModel`'s constructor and docstring."""
+    from dialeval.cli.options import add_estimator_flags
+    from dialeval.metrics.amfm.model import AMFMModel
+
+    p.set_defaults(_estimator_flags=add_estimator_flags(p, AMFMModel, names))
 
 
 def read_sentences(paths: list[str], fmt: str | None) -> list[str]:
@@ -36,11 +39,12 @@ def read_sentences(paths: list[str], fmt: str | None) -> list[str]:
 
 
 def cmd_train(args) -> int:
+    from dialeval.cli.options import estimator_kwargs
     from dialeval.metrics.amfm.model import AMFMModel
 
     sentences = read_sentences(args.corpus, args.corpus_format)
-    model = AMFMModel(dims=args.dims, order=args.order, weighting=args.weighting,
-                      lsi_sentences=args.lsi_sentences or None, seed=args.seed)
+    settings = estimator_kwargs(args, args._estimator_flags)
+    model = AMFMModel(**{**settings, "lsi_sentences": settings["lsi_sentences"] or None})
     model.fit(sentences, source=", ".join(args.corpus))
     path = model.save(args.output)
     info = model.config()
@@ -53,8 +57,7 @@ def cmd_train(args) -> int:
 def add_train_commands(sub) -> None:
     p = sub.add_parser("amfm", help="train an AM-FM model (LSI + n-gram LM) on a corpus")
     _corpus_arguments(p)
-    p.add_argument("--dims", type=int, default=10, help="LSI dimension L (default 10, the paper's)")
-    p.add_argument("--order", type=int, default=2, help="n-gram order n (default 2, the paper's)")
+    _model_flags(p)
     p.add_argument("-o", "--output", required=True, help="model folder to write")
     p.set_defaults(func=cmd_train)
 
@@ -175,6 +178,7 @@ def add_commands(sub) -> None:
     p.add_argument("--data", help="that data set's folder")
     p.add_argument("--quality", default="overall", help="human quality to correlate with (default overall)")
     _corpus_arguments(p)
+    _model_flags(p, ["weighting", "lsi_sentences", "seed"])
     p.add_argument("--label", help="name of the --corpus training substitute in outputs")
     p.add_argument("--crossfit", type=int, default=0,
                    help="also cross-fit: K folds of turns, each scored by a model trained on the "

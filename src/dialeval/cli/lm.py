@@ -14,23 +14,12 @@ def add_train_commands(train_sub) -> None:
     p.add_argument("-o", "--output", required=True, help="model folder to write")
     p.add_argument("--init", help="fine-tune this causal-LM checkpoint folder instead of training from scratch")
     p.add_argument("--reference-corpus", help="pairs for the normalisation bounds (default: a held-out share)")
-    p.add_argument("--epochs", type=float, default=1.0, help="passes over the training pairs (default 1)")
-    p.add_argument("--max-steps", type=int, help="stop after this many optimiser steps")
-    p.add_argument("--max-minutes", type=float, help="stop after this many minutes of training")
-    p.add_argument("--batch-size", type=int, default=32, help="sequences per optimiser step (default 32)")
-    p.add_argument("--lr", type=float, help="peak learning rate (default 1e-3 from scratch, 5e-5 with --init)")
-    p.add_argument("--vocab-size", type=int, default=5000, help="BPE vocabulary size (default 5000)")
-    p.add_argument("--layers", type=int, default=3, help="transformer layers (default 3)")
-    p.add_argument("--dim", type=int, default=160, help="hidden size (default 160)")
-    p.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
-    p.add_argument("--context-length", type=int, default=128, help="tokens per sequence (default 128)")
-    p.add_argument("--reference-pairs", type=int, default=2000,
-                   help="held-out pairs scored for the normalisation bounds (default 2000; at most a tenth of the corpus)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads (default: $OMP_NUM_THREADS, else the idle cores: cores minus "
-                   "the 1-minute load average, at least 1)")
-    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    from dialeval.cli.options import add_estimator_flags
+    from dialeval.metrics.lm.train import LMTrainer
+
+    # the training settings from LMTrainer's constructor; the older short names stay as aliases
+    p.set_defaults(_estimator_flags=add_estimator_flags(p, LMTrainer, aliases={
+        "n_layer": ["--layers"], "n_embd": ["--dim"], "n_head": ["--heads"], "n_positions": ["--context-length"]}))
     p.add_argument("--eval-corpus", help="report per-token perplexity on this corpus's pairs after training")
     p.set_defaults(func=cmd_train_lm)
 
@@ -40,11 +29,7 @@ def cmd_train_lm(args) -> int:
 
     from dialeval.metrics.lm.train import LMTrainConfig, train_lm
 
-    cfg = LMTrainConfig(vocab_size=args.vocab_size, n_layer=args.layers, n_embd=args.dim, n_head=args.heads,
-                        n_positions=args.context_length, epochs=args.epochs, max_steps=args.max_steps,
-                        max_minutes=args.max_minutes, batch_size=args.batch_size, lr=args.lr,
-                        reference_pairs=args.reference_pairs, seed=args.seed, threads=args.threads,
-                        device=args.device)
+    cfg = LMTrainConfig(**{name: getattr(args, name) for name in args._estimator_flags})
     info = train_lm(args.corpus, args.output, cfg, init=args.init, corpus_format=args.corpus_format,
                     reference_corpus=args.reference_corpus, log=lambda m: print(m, file=sys.stderr))
     if args.eval_corpus:

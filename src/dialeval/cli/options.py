@@ -68,3 +68,44 @@ def metric_options(args: argparse.Namespace) -> dict:
     """The generated flags the user gave (None = not given)."""
     return {name: getattr(args, name) for name in getattr(args, "_metric_flags", [])
             if getattr(args, name, None) is not None}
+
+
+def add_estimator_flags(parser, cls: type, names: list[str] | None = None, *, exclude=(),
+                        aliases: dict[str, list[str]] | None = None,
+                        defaults: dict | None = None) -> list[str]:
+    """Training flags for the constructor parameters of estimator `cls` (all of them, or
+    `names`, less `exclude`): type, default and choices from the signature, help from the
+    class's `Options:` docstring, so a default or a description is written once, where the
+    estimator declares it. `aliases` keeps older flag spellings working (parameter -> extra
+    flags, e.g. finetune_minutes -> --max-minutes); `defaults` overrides a default where the
+    command's differs from the constructor's. Booleans get --X / --no-X. Returns the `dest`
+    names, for `estimator_kwargs`."""
+    from dialeval.options import constructor_options
+
+    specs = constructor_options(cls)
+    chosen = [n for n in (names or list(specs)) if n not in set(exclude)]
+    aliases = aliases or {}
+    defaults = defaults or {}
+    for name in chosen:
+        opt = specs[name]
+        default = defaults.get(name, opt.default)
+        text = opt.help or name.replace("_", " ")
+        if default is not None and "default" not in text:
+            text += f" (default: {default})"
+        flags = [opt.flag, *[a for a in aliases.get(name, []) if a != opt.flag]]
+        kwargs: dict = {"dest": name, "default": default, "help": text}
+        if opt.type is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["type"] = opt.type
+            if opt.choices is not None:
+                kwargs["choices"] = list(opt.choices)
+            else:
+                kwargs["metavar"] = name.split("_")[-1].upper()
+        parser.add_argument(*flags, **kwargs)
+    return chosen
+
+
+def estimator_kwargs(args: argparse.Namespace, names: list[str]) -> dict:
+    """The constructor keyword arguments that `add_estimator_flags` flags hold."""
+    return {name: getattr(args, name) for name in names}

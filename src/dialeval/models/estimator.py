@@ -12,7 +12,9 @@
 
 A subclass says how its learned state maps to files by overriding `_state()` (JSON-able values
 and arrays) and `_set_state()`; files written by a library (safetensors, a tokenizer) go
-through `_extra_files()`/`_load_files()`.
+through `_write_files(staging_dir)`, which writes them straight into the folder the store is
+assembling (so nothing is staged in the temporary directory), and are read back in
+`_set_state()` from the loaded folder.
 """
 
 from __future__ import annotations
@@ -80,17 +82,24 @@ class Estimator:
         for name, value in {**values, **arrays}.items():
             setattr(self, name, value)
 
-    def _extra_files(self) -> dict[str, str]:
-        """Files to copy into the artifact (name in the folder -> source path)."""
+    def _description(self) -> dict[str, Any]:
+        """Top-level entries of config.json for people and tools reading the folder (what a
+        format written before the estimator layout kept there); `load` never reads them."""
         return {}
+
+    def _write_files(self, staging_dir: str) -> None:
+        """Write files a library produces (safetensors, a tokenizer, a bundled folder) into the
+        artifact folder being assembled; the manifest is written over them afterwards. Writing
+        in place rather than returning paths to copy is what keeps saves from leaving folders
+        behind in the temporary directory."""
 
     # -- persistence -------------------------------------------------------------------------
     def save(self, directory: str | os.PathLike) -> str:
         self.check_fitted()
         values, arrays = self._state()
-        config = {"estimator": type(self).__name__, "params": _jsonable(self.get_params()),
-                  "state": _jsonable(values)}
-        return save_artifact(directory, self.kind, config, arrays=arrays, files=self._extra_files())
+        config = {**_jsonable(self._description()), "estimator": type(self).__name__,
+                  "params": _jsonable(self.get_params()), "state": _jsonable(values)}
+        return save_artifact(directory, self.kind, config, arrays=arrays, write=self._write_files)
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> "Estimator":

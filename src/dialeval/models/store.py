@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import shutil
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -93,12 +93,14 @@ def verify(directory: str | os.PathLike, kind: str | None = None) -> dict:
     return manifest
 
 
-def save_artifact(directory: str | os.PathLike, kind: str, config: Mapping[str, Any],
+def save_artifact(directory: str | os.PathLike, kind: str, config: Mapping[str, Any] | None,
                   arrays: Mapping[str, np.ndarray] | None = None,
-                  files: Mapping[str, str | os.PathLike] | None = None) -> str:
-    """Write config, arrays (npz, no pickle) and copies of `files` (name -> source path) to a
-    fresh folder, then the manifest. The folder is assembled beside the target and renamed, so
-    a crash leaves either the old artifact or the new one."""
+                  files: Mapping[str, str | os.PathLike] | None = None,
+                  write: Callable[[str], None] | None = None) -> str:
+    """Write config, arrays (npz, no pickle), copies of `files` (name -> source path) and
+    whatever `write(staging_dir)` puts there to a fresh folder, then the manifest over all of
+    it. The folder is assembled beside the target and renamed, so a crash leaves either the old
+    artifact or the new one, and nothing is staged anywhere else (no temporary folder to leak)."""
     directory = os.path.abspath(os.fspath(directory))
     parent = os.path.dirname(directory)
     os.makedirs(parent, exist_ok=True)
@@ -106,14 +108,17 @@ def save_artifact(directory: str | os.PathLike, kind: str, config: Mapping[str, 
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
     try:
-        with open(os.path.join(staging, CONFIG), "w", encoding="utf-8") as handle:
-            json.dump(dict(config), handle, indent=1, sort_keys=True)
+        if config is not None:      # None: `write` provides config.json (a transformers checkpoint)
+            with open(os.path.join(staging, CONFIG), "w", encoding="utf-8") as handle:
+                json.dump(dict(config), handle, indent=1, sort_keys=True)
         if arrays:
             np.savez(os.path.join(staging, ARRAYS), **{k: np.asarray(v) for k, v in arrays.items()})
         for name, source in (files or {}).items():     # a name may hold a subfolder ("encoder/x")
             target = os.path.join(staging, name)
             os.makedirs(os.path.dirname(target), exist_ok=True)
             shutil.copyfile(os.fspath(source), target)
+        if write is not None:
+            write(staging)
         write_manifest(staging, kind)
         replace_dir(staging, directory)
     except BaseException:

@@ -15,11 +15,12 @@ import os
 import random
 import tempfile
 import time
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
 from ...errors import DialevalError
+from ...models.estimator import Estimator
 from .lsi import LSI, WEIGHTINGS, fit_lsi
 from .ngram import ArpaLM, train_arpa
 from .text import TOKENIZATION
@@ -28,8 +29,20 @@ KIND = "amfm"
 LM_FILE = "lm.arpa"
 
 
-class AMFMModel:
-    def __init__(self, dims: int = 10, order: int = 2, weighting: str = "tf",
+class AMFMModel(Estimator):
+    """AM-FM's two trained parts: the LSI space (AM) and the n-gram language model (FM).
+
+    Options:
+      dims: LSI dimension L (default 10, the paper's)
+      order: n-gram order n (default 2, the paper's)
+      weighting: bag-of-words term weighting for LSI (default tf: raw counts)
+      lsi_sentences: random sentences the SVD is trained on (default 10000, the paper's; 0: all)
+      seed: random seed of the SVD's sentence sample and of the SVD
+    """
+
+    kind = KIND
+
+    def __init__(self, dims: int = 10, order: int = 2, weighting: Literal["tf", "binary", "tfidf"] = "tf",
                  lsi_sentences: int | None = 10000, seed: int = 0):
         self.dims = dims
         self.order = order
@@ -49,9 +62,13 @@ class AMFMModel:
         if self.lsi_sentences and len(sentences) > self.lsi_sentences:
             lsi_part = random.Random(self.seed).sample(sentences, self.lsi_sentences)
         self.lsi_ = fit_lsi(lsi_part, self.dims, weighting=self.weighting, seed=self.seed)
-        self._tmp = tempfile.TemporaryDirectory(prefix="dialeval-amfm-")
-        arpa = train_arpa(sentences, self.order, os.path.join(self._tmp.name, LM_FILE))
-        self.lm_ = ArpaLM(arpa)
+        # lmplz writes a file; the model keeps its text so that nothing outlives fit() in the
+        # temporary directory and save() writes it straight into the artifact
+        with tempfile.TemporaryDirectory(prefix="dialeval-amfm-") as tmp:
+            arpa = train_arpa(sentences, self.order, os.path.join(tmp, LM_FILE))
+            self.lm_ = ArpaLM(arpa)
+            with open(arpa, "rb") as handle:
+                self._arpa_bytes = handle.read()
         self.info_ = {"sentences": len(sentences), "lsi_sentences_used": len(lsi_part),
                       "vocabulary": len(self.lsi_.vocab), "train_seconds": time.perf_counter() - start,
                       "source": source}
@@ -59,48 +76,74 @@ class AMFMModel:
 
     # -- persistence ------------------------------------------------------------------------
     def config(self) -> dict[str, Any]:
+        """The flat description of a fitted model (what `train amfm` prints and config.json held
+        before the estimator layout)."""
         return {"dims": self.dims, "dims_fitted": self.lsi_.dims, "order": self.order,
                 "lm_order": self.lm_.order, "weighting": self.weighting,
                 "lsi_sentences": self.lsi_sentences, "seed": self.seed,
                 "tokenization": TOKENIZATION, "estimator": "kenlm-lmplz modified Kneser-Ney",
                 **self.info_}
 
-    def save(self, directory: str | os.PathLike) -> str:
-        from ...models.store import save_artifact
+    def _description(self) -> dict[str, Any]:
+        info = self.config()
+        info["lm_estimator"] = info.pop("estimator")     # "estimator" names the class in config.json
+        return info
 
-        self._check_fitted()
+    def fitted_attributes(self) -> list[str]:
+        return [name for name in ("lsi_", "lm_", "info_") if hasattr(self, name)]
+
+    def _state(self):
         arrays = {"vocab": np.asarray(self.lsi_.vocab, dtype=str),
                   "components": self.lsi_.components, "singular_values": self.lsi_.singular_values,
                   "idf": self.lsi_.idf}
-        return save_artifact(directory, KIND, self.config(), arrays, {LM_FILE: self.lm_.path})
+        values = {"info_": self.info_, "tokenization": TOKENIZATION, "dims_fitted": self.lsi_.dims,
+                  "lm_order": self.lm_.order, "lm_estimator": "kenlm-lmplz modified Kneser-Ney"}
+        return values, arrays
+
+    def _write_files(self, staging_dir: str) -> None:
+        target = os.path.join(staging_dir, LM_FILE)
+        if getattr(self, "_arpa_bytes", None) is not None:
+            with open(target, "wb") as handle:
+                handle.write(self._arpa_bytes)
+        else:       # loaded from a folder: copy the verified file
+            import shutil
+
+            shutil.copyfile(self.lm_.path, target)
+
+    def _set_state(self, values, arrays, directory: str) -> None:
+        missing = {"vocab", "components", "singular_values", "idf"} - set(arrays)
+        if missing:
+            raise DialevalError(f"{directory}: AM-FM artifact lacks arrays {sorted(missing)}")
+        if values.get("tokenization") != TOKENIZATION:
+            raise DialevalError(f"{directory}: made with tokenization {values.get('tokenization')!r}, "
+                                f"this version uses {TOKENIZATION!r}")
+        self.lsi_ = LSI(vocab=[str(w) for w in arrays["vocab"]], components=arrays["components"],
+                        singular_values=arrays["singular_values"], idf=arrays["idf"],
+                        weighting=self.weighting)
+        self.lm_ = ArpaLM(os.path.join(directory, LM_FILE))
+        self._arpa_bytes = None
+        info = values.get("info_") or {}
+        self.info_ = {k: info.get(k) for k in ("sentences", "lsi_sentences_used", "vocabulary",
+                                               "train_seconds", "source")}
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> "AMFMModel":
         from ...models.store import load_artifact, read_manifest
 
         config, arrays, directory = load_artifact(directory, KIND)
-        missing = {"vocab", "components", "singular_values", "idf"} - set(arrays)
-        if missing:
-            raise DialevalError(f"{directory}: AM-FM artifact lacks arrays {sorted(missing)}")
-        if config.get("tokenization") != TOKENIZATION:
-            raise DialevalError(f"{directory}: made with tokenization {config.get('tokenization')!r}, "
-                                f"this version uses {TOKENIZATION!r}")
-        model = cls(dims=config["dims"], order=config["order"], weighting=config["weighting"],
-                    lsi_sentences=config.get("lsi_sentences"), seed=config.get("seed", 0))
-        model.lsi_ = LSI(vocab=[str(w) for w in arrays["vocab"]], components=arrays["components"],
-                         singular_values=arrays["singular_values"], idf=arrays["idf"],
-                         weighting=config["weighting"])
-        model.lm_ = ArpaLM(os.path.join(directory, LM_FILE))
-        model.info_ = {k: config.get(k) for k in ("sentences", "lsi_sentences_used", "vocabulary",
-                                                  "train_seconds", "source")}
+        if isinstance(config.get("params"), dict):
+            params, values = config["params"], dict(config.get("state") or {})
+        else:       # the flat layout written before AMFMModel was an Estimator
+            params = {k: config.get(k) for k in ("dims", "order", "weighting", "lsi_sentences", "seed")
+                      if k in config}
+            values = {"tokenization": config.get("tokenization"), "info_": config}
+        known = set(cls._param_names())
+        model = cls(**{k: v for k, v in params.items() if k in known})
+        model._set_state(values, arrays, directory)
         manifest = read_manifest(directory) or {}
         model.fingerprint_ = hashlib.sha256(json.dumps(manifest.get("files", {}), sort_keys=True)
                                             .encode()).hexdigest()[:12]
         return model
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "lsi_"):
-            raise DialevalError("AM-FM model is not trained: call fit() or load()")
 
 
 _CACHE: dict[tuple[str, str], AMFMModel] = {}

@@ -23,8 +23,9 @@ from collections import Counter
 import numpy as np
 
 from ...errors import DialevalError
+from ...models.estimator import Estimator
 from .tokens import tokenize_texts
-from .vectors import save_vectors_artifact
+from .vectors import ARTIFACT_KIND, load_vectors_artifact, save_vectors_artifact
 
 METHODS = ("encoder-input", "distill", "word2vec")
 
@@ -39,22 +40,100 @@ def corpus_sentences(path: str, lower: bool) -> list[list[str]]:
     return [t for t in tokens if t]
 
 
-def train_word2vec(corpus: str, output: str, *, dim: int = 300, window: int = 5, min_count: int = 2,
-                   epochs: int = 10, seed: int = 1, lower: bool = True, sg: bool = True) -> str:
-    from ...optional import require
+class Word2VecVectors(Estimator):
+    """Word vectors trained with gensim's word2vec on a dialogue corpus, saved as a vectors
+    artifact (config.json, arrays.npz `vectors`, vocab.txt, manifest.json) that the embedding
+    metrics read with `--word-vectors DIR`. gensim runs on one worker so a rerun with the same
+    seed gives the same vectors.
 
-    Word2Vec = require("gensim.models", "training word2vec", "embeddings").Word2Vec
-    sentences = corpus_sentences(corpus, lower)
-    if not sentences:
-        raise DialevalError(f"{corpus}: no sentences to train on")
-    model = Word2Vec(sentences=sentences, vector_size=dim, window=window, min_count=min_count,
-                     epochs=epochs, seed=seed, workers=1, sg=int(sg))
-    words = list(model.wv.index_to_key)
-    matrix = np.asarray(model.wv.vectors, dtype=np.float32)
-    config = {"method": "word2vec", "corpus": os.path.basename(corpus), "dim": dim, "window": window,
-              "min_count": min_count, "epochs": epochs, "seed": seed, "lowercased": lower,
-              "skip_gram": sg, "tokenizer": "nltk-word", "sentences": len(sentences)}
-    return save_vectors_artifact(output, words, matrix, config)
+    Options:
+      dim: word2vec dimension
+      window: word2vec context window
+      min_count: ignore words seen fewer times
+      epochs: passes over the corpus
+      seed: random seed
+      lower: lowercase the corpus (the metrics look words up lowercased when the vectors have
+        no uppercase word)
+      sg: skip-gram (True) or CBOW (False)
+    """
+
+    kind = ARTIFACT_KIND
+
+    def __init__(self, dim: int = 300, window: int = 5, min_count: int = 2, epochs: int = 10, seed: int = 1,
+                 lower: bool = True, sg: bool = True):
+        self.dim = dim
+        self.window = window
+        self.min_count = min_count
+        self.epochs = epochs
+        self.seed = seed
+        self.lower = lower
+        self.sg = sg
+
+    def fit(self, sentences: list[list[str]], *, corpus: str | None = None) -> "Word2VecVectors":
+        """Train on tokenised sentences (`corpus_sentences` tokenises a corpus file the way the
+        metrics tokenise); `corpus` names the source in the artifact."""
+        from ...optional import require
+
+        Word2Vec = require("gensim.models", "training word2vec", "embeddings").Word2Vec
+        if not sentences:
+            raise DialevalError(f"{corpus or 'word2vec'}: no sentences to train on")
+        model = Word2Vec(sentences=sentences, vector_size=self.dim, window=self.window, min_count=self.min_count,
+                         epochs=self.epochs, seed=self.seed, workers=1, sg=int(self.sg))
+        words = list(model.wv.index_to_key)
+        if any("\n" in w or w == "" for w in words):
+            raise DialevalError("a word holds a newline or is empty; cannot store it in vocab.txt")
+        self.words_ = words
+        self.vectors_ = np.asarray(model.wv.vectors, dtype=np.float32)
+        self.info_ = {"corpus": corpus, "sentences": len(sentences)}
+        return self
+
+    def fit_corpus(self, path: str) -> "Word2VecVectors":
+        return self.fit(corpus_sentences(path, self.lower), corpus=os.path.basename(path))
+
+    # -- persistence: the vectors-artifact layout the metrics read -----------------------------
+    def _description(self) -> dict:
+        return {"method": "word2vec", "corpus": self.info_.get("corpus"), "dim": int(self.vectors_.shape[1]),
+                "window": self.window, "min_count": self.min_count, "epochs": self.epochs, "seed": self.seed,
+                "lowercased": self.lower, "skip_gram": self.sg, "tokenizer": "nltk-word",
+                "sentences": self.info_.get("sentences"), "rows": len(self.words_)}
+
+    def _state(self):
+        return {"info_": self.info_}, {"vectors": np.asarray(self.vectors_, dtype=np.float32)}
+
+    def _write_files(self, staging_dir: str) -> None:
+        with open(os.path.join(staging_dir, "vocab.txt"), "w", encoding="utf-8") as handle:
+            handle.write("\n".join(self.words_) + "\n")
+
+    def _set_state(self, values, arrays, directory: str) -> None:
+        vectors = load_vectors_artifact(directory)      # checks vocab.txt against the matrix
+        self.words_ = list(vectors.words)
+        self.vectors_ = np.asarray(arrays["vectors"], dtype=np.float32)
+        self.info_ = dict(values.get("info_") or {})
+
+    @classmethod
+    def load(cls, directory) -> "Word2VecVectors":
+        """A word2vec vectors folder, also one written before this class (flat config.json)."""
+        from ...models.store import load_artifact
+
+        config, arrays, folder = load_artifact(directory, ARTIFACT_KIND)
+        if config.get("method") != "word2vec":
+            raise DialevalError(f"{folder}: vectors made by {config.get('method')!r}, not word2vec")
+        if isinstance(config.get("params"), dict):
+            params, values = config["params"], config.get("state") or {}
+        else:
+            params = {"dim": config.get("dim"), "window": config.get("window"), "min_count": config.get("min_count"),
+                      "epochs": config.get("epochs"), "seed": config.get("seed"),
+                      "lower": config.get("lowercased"), "sg": config.get("skip_gram")}
+            values = {"info_": {"corpus": config.get("corpus"), "sentences": config.get("sentences")}}
+        known = set(cls._param_names())
+        model = cls(**{k: v for k, v in params.items() if k in known and v is not None})
+        model._set_state(values, arrays, folder)
+        return model
+
+
+def train_word2vec(corpus: str, output: str, **params) -> str:
+    """`Word2VecVectors(**params)` fitted on `corpus` and saved to `output`."""
+    return Word2VecVectors(**params).fit_corpus(corpus).save(output)
 
 
 def encoder_vocabulary(model_dir: str) -> list[str]:

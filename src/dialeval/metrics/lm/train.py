@@ -23,7 +23,6 @@ import json
 import math
 import os
 import random
-import shutil
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
@@ -32,6 +31,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ...models import store
+from ...models.estimator import Estimator
 from .checkpoint import INFO_FILE, KIND, REFERENCE_FILE, LoadedLM, load_lm, offline
 
 SEP = "<|endoftext|>"
@@ -39,6 +39,8 @@ SEP = "<|endoftext|>"
 
 @dataclass
 class LMTrainConfig:
+    """`LMTrainer`'s settings as one value (what `train_lm` and `dialeval_lm.json` take)."""
+
     vocab_size: int = 5000
     n_layer: int = 3
     n_embd: int = 160
@@ -141,53 +143,147 @@ def _batches(sequences: list[list[int]], batch_size: int, rng: random.Random) ->
     return batches
 
 
+class LMTrainer(Estimator):
+    """A small GPT-2-style causal LM trained on dialogue pairs (or a checkpoint fine-tuned), with
+    the raw scores of held-out reference pairs that normalise lm_coherence and lm_fluency.
+
+    The saved folder is a transformers checkpoint (its config.json is the model's) plus
+    `dialeval_lm.json` (what was trained, with these settings under "config"), the reference
+    scores and a manifest: the layout `--lm-model` reads.
+
+    Options:
+      vocab_size: BPE vocabulary size
+      n_layer: transformer layers
+      n_embd: hidden size
+      n_head: attention heads
+      n_positions: tokens per sequence
+      epochs: passes over the training pairs
+      max_steps: stop after this many optimiser steps
+      max_minutes: stop after this many minutes of training (the whole call: reading, training
+        and scoring the reference pairs)
+      batch_size: sequences per optimiser step
+      lr: peak learning rate (default 1e-3 from scratch, 5e-5 with --init)
+      warmup_steps: linear warm-up steps (at most a tenth of the run)
+      weight_decay: AdamW weight decay
+      dropout: GPT-2 dropout (residual, embedding and attention)
+      reference_pairs: held-out pairs scored for the normalisation bounds (at most a tenth of
+        the corpus)
+      seed: random seed
+      threads: CPU threads (default: $OMP_NUM_THREADS, else the idle cores: cores minus the
+        1-minute load average, at least 1)
+      device: torch device
+    """
+
+    kind = KIND
+
+    def __init__(self, vocab_size: int = 5000, n_layer: int = 3, n_embd: int = 160, n_head: int = 4,
+                 n_positions: int = 128, epochs: float = 1.0, max_steps: int | None = None,
+                 max_minutes: float | None = None, batch_size: int = 32, lr: float | None = None,
+                 warmup_steps: int = 200, weight_decay: float = 0.01, dropout: float = 0.1,
+                 reference_pairs: int = 2000, seed: int = 0, threads: int | None = None, device: str = "cpu"):
+        self.vocab_size = vocab_size
+        self.n_layer = n_layer
+        self.n_embd = n_embd
+        self.n_head = n_head
+        self.n_positions = n_positions
+        self.epochs = epochs
+        self.max_steps = max_steps
+        self.max_minutes = max_minutes
+        self.batch_size = batch_size
+        self.lr = lr
+        self.warmup_steps = warmup_steps
+        self.weight_decay = weight_decay
+        self.dropout = dropout
+        self.reference_pairs = reference_pairs
+        self.seed = seed
+        self.threads = threads
+        self.device = device
+
+    def fit(self, corpus: str, *, init: str | None = None, corpus_format: str | None = None,
+            reference_corpus: str | None = None, log: Callable[[str], None] = print) -> "LMTrainer":
+        """Train (or fine-tune `init`) on `corpus`'s query-response pairs; keeps `model_`,
+        `tokenizer_`, `reference_` (raw scores of the held-out pairs) and `info_`."""
+        started = time.time()
+        plain_log = log
+        log = lambda message: plain_log(f"[{time.time() - started:5.0f} s] {message}")  # noqa: E731
+        offline()
+        log("train lm: loading torch")
+        import torch
+
+        from ...data.corpus import pairs as corpus_pairs, read_corpus
+
+        cfg = LMTrainConfig(**self.get_params())
+        torch.manual_seed(cfg.seed)
+        if cfg.device == "cpu":
+            from ...models.threads import default_threads
+
+            threads = cfg.threads if cfg.threads else default_threads()
+            torch.set_num_threads(max(1, threads))
+            log(f"train lm: {threads} CPU thread(s)" + ("" if cfg.threads else " (the idle cores; --threads N to choose)"))
+        all_pairs = corpus_pairs(read_corpus(corpus, corpus_format))
+        if not all_pairs:
+            raise DialevalError(f"{corpus}: no query-response pairs (every dialogue has one utterance)")
+        if reference_corpus:
+            train_pairs = all_pairs
+            ref_pairs = corpus_pairs(read_corpus(reference_corpus))[: cfg.reference_pairs]
+        else:
+            train_pairs, ref_pairs = _split_pairs(all_pairs, cfg.reference_pairs, cfg.seed)
+        if cfg.reference_pairs <= 0 or not ref_pairs:
+            raise DialevalError(
+                f"no reference pairs for the normalisation bounds of lm_coherence/lm_fluency: "
+                + (f"{reference_corpus} has no query-response pairs" if reference_corpus else
+                   f"{corpus} has {len(all_pairs)} pairs and a tenth is held out only from 20 pairs on")
+                + "; give a larger corpus or --reference-corpus FILE")
+        log(f"train lm: read {len(all_pairs)} pairs in {time.time() - started:.1f} s")
+        self.model_, self.tokenizer_, self.reference_, self.info_ = _train(
+            cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus, log)
+        return self
+
+    # -- persistence: a transformers checkpoint folder ------------------------------------------
+    def fitted_attributes(self) -> list[str]:
+        return [n for n in ("model_", "tokenizer_", "reference_", "info_") if hasattr(self, n)]
+
+    def save(self, directory) -> str:
+        self.check_fitted()
+        return store.save_artifact(directory, KIND, None, write=self._write_files)
+
+    def _write_files(self, staging_dir: str) -> None:
+        self.model_.save_pretrained(staging_dir, safe_serialization=True)
+        self.tokenizer_.save_pretrained(staging_dir)
+        with open(os.path.join(staging_dir, INFO_FILE), "w", encoding="utf-8") as handle:
+            json.dump(self.info_, handle, indent=1)
+        np.savez(os.path.join(staging_dir, REFERENCE_FILE), **self.reference_)
+
+    @classmethod
+    def load(cls, directory, device: str = "cpu") -> "LMTrainer":
+        """A trained LM folder; its settings come from its training record (`dialeval_lm.json`).
+        A checkpoint dialeval did not train has no record and cannot be refitted from here:
+        retrain it with `dialeval train lm`."""
+        lm = load_lm(directory, device)
+        settings = (lm.info or {}).get("config")
+        if not isinstance(settings, dict):
+            raise DialevalError(f"{directory}: no dialeval training record ({INFO_FILE}); "
+                                "retrain with `dialeval train lm`, or use it directly as --lm-model")
+        known = set(cls._param_names())
+        trainer = cls(**{k: v for k, v in settings.items() if k in known})
+        trainer.model_, trainer.tokenizer_ = lm.model, lm.tokenizer
+        trainer.reference_, trainer.info_ = dict(lm.reference), dict(lm.info)
+        return trainer
+
+
 def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, init: str | None = None,
              corpus_format: str | None = None, reference_corpus: str | None = None,
              log: Callable[[str], None] = print) -> dict:
-    """Train (or fine-tune `init`) and save a verified artifact folder; returns its info."""
-    started = time.time()
-    plain_log = log
-    log = lambda message: plain_log(f"[{time.time() - started:5.0f} s] {message}")  # noqa: E731
-    offline()
-    log("train lm: loading torch")
-    import torch
-
-    from ...data.corpus import pairs as corpus_pairs, read_corpus
-
-    cfg = config or LMTrainConfig()
-    torch.manual_seed(cfg.seed)
-    if cfg.device == "cpu":
-        from ...models.threads import default_threads
-
-        threads = cfg.threads if cfg.threads else default_threads()
-        torch.set_num_threads(max(1, threads))
-        log(f"train lm: {threads} CPU thread(s)" + ("" if cfg.threads else " (the idle cores; --threads N to choose)"))
-    all_pairs = corpus_pairs(read_corpus(corpus, corpus_format))
-    if not all_pairs:
-        raise DialevalError(f"{corpus}: no query-response pairs (every dialogue has one utterance)")
-    if reference_corpus:
-        train_pairs = all_pairs
-        ref_pairs = corpus_pairs(read_corpus(reference_corpus))[: cfg.reference_pairs]
-    else:
-        train_pairs, ref_pairs = _split_pairs(all_pairs, cfg.reference_pairs, cfg.seed)
-    if cfg.reference_pairs <= 0 or not ref_pairs:
-        raise DialevalError(
-            f"no reference pairs for the normalisation bounds of lm_coherence/lm_fluency: "
-            + (f"{reference_corpus} has no query-response pairs" if reference_corpus else
-               f"{corpus} has {len(all_pairs)} pairs and a tenth is held out only from 20 pairs on")
-            + "; give a larger corpus or --reference-corpus FILE")
-    log(f"train lm: read {len(all_pairs)} pairs in {time.time() - started:.1f} s")
-    staging = os.path.abspath(out_dir) + ".tmp-save"
-    shutil.rmtree(staging, ignore_errors=True)
-    os.makedirs(staging)
-    try:
-        return _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus, reference_corpus, log)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    """Train (or fine-tune `init`) and save a verified artifact folder; returns its info (the
+    one-call form of `LMTrainer`)."""
+    trainer = LMTrainer(**asdict(config or LMTrainConfig()))
+    trainer.fit(corpus, init=init, corpus_format=corpus_format, reference_corpus=reference_corpus, log=log)
+    trainer.save(out_dir)
+    return trainer.info_
 
 
-def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus, reference_corpus, log) -> dict:
-    """The training proper, writing into `staging`, which becomes `out_dir` only when complete."""
+def _train(cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus, log) -> tuple:
+    """The training proper: (model, tokenizer, reference scores, info)."""
     log("train lm: loading transformers")
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -213,7 +309,7 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
         lr = cfg.lr if cfg.lr is not None else 1e-3
         arch = {"n_layer": cfg.n_layer, "n_embd": cfg.n_embd, "n_head": cfg.n_head,
                 "n_positions": cfg.n_positions, "vocab_size": len(tokenizer)}
-    lm = LoadedLM(path=staging, model=model, tokenizer=tokenizer, sep_id=int(tokenizer.eos_token_id),
+    lm = LoadedLM(path="(training)", model=model, tokenizer=tokenizer, sep_id=int(tokenizer.eos_token_id),
                   max_len=int(getattr(model.config, "n_positions", None) or model.config.max_position_embeddings),
                   device=cfg.device)
     sequences = []
@@ -330,11 +426,4 @@ def _train(cfg, train_pairs, ref_pairs, staging, out_dir, started, init, corpus,
             "(give more minutes or fewer --reference-pairs)")
     log(f"trained {step} steps in {train_seconds / 60:.1f} min ({stopped_by}); "
         f"held-out perplexity {ref_ppl:.2f}")
-    model.save_pretrained(staging, safe_serialization=True)
-    tokenizer.save_pretrained(staging)
-    with open(os.path.join(staging, INFO_FILE), "w", encoding="utf-8") as handle:
-        json.dump(info, handle, indent=1)
-    np.savez(os.path.join(staging, REFERENCE_FILE), **reference)
-    store.write_manifest(staging, KIND)
-    store.replace_dir(staging, os.path.abspath(out_dir))
-    return info
+    return model, tokenizer, reference, info

@@ -3,8 +3,8 @@ its own artifact (config.json, arrays.npz or safetensors, manifest.json), plus a
 `config.json` (what was trained, from what, how long it took) and a root manifest over every
 file, so a changed file anywhere in the folder is refused before anything is read.
 
-`train_mme` trains the requested sub-metrics into the folder (keeping the others already
-there); `MMEModel.load` opens it for the `mme_*` metrics.
+`MMETrainer` (an estimator; `train_mme` is its one-call form) trains the requested sub-metrics
+into the folder (keeping the others already there); `MMEModel` opens it for the `mme_*` metrics.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import json
 import os
 import time
 from functools import lru_cache
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 from ...errors import DialevalError
-from ...models.store import read_manifest, verify, write_manifest
+from ...models.estimator import Estimator
+from ...models.store import read_manifest, verify
 
 KIND = "mme"
 SUBMETRICS = ("fm", "rm", "tcm", "em", "sm")
@@ -45,76 +46,184 @@ def parse_only(text: str | None) -> list[str]:
     return names
 
 
-def train_mme(corpus: str, output: str, *, engagement: str | None = None, only: Sequence[str] = SUBMETRICS,
-              max_minutes: float | None = None, max_examples: int = 3000, sm_sentences: int = 10000, seed: int = 0,
-              device: str = "cpu", encoder: str | None = None, encoder_mode: str = "frozen",
-              finetune_layers: int = 2, finetune_epochs: int = 3, finetune_lr: float = 3e-5,
-              say: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Train `only` into `output`; returns the root config. `max_minutes` is a budget for the
-    whole run, shared out evenly among the sub-metrics still to train (each stops its epochs
-    when its share runs out, keeping its best epoch so far).
+class MMETrainer(Estimator):
+    """The MME sub-metrics trained together into one folder (an estimator whose learned state is
+    the fitted sub-metric estimators, `submetrics_`).
 
     `encoder_mode="finetune"` fine-tunes the top `finetune_layers` MiniLM layers with the head
     of FM, RM and EM (`finetune.py`); TCM and SM have no MiniLM pass to tune (TCM reads only
     MiniLM's input embedding table, SM is its own masked LM, trained end to end already) and
-    train as in the frozen mode."""
-    from .data import engagement_examples, read_dialogues, sample_dialogues
+    train as in the frozen mode.
 
-    if device != "cpu":
-        raise DialevalError(f"--device {device}: the MME sub-metrics train on the CPU in this version")
-    if encoder_mode not in ("frozen", "finetune"):
-        raise DialevalError(f"encoder mode {encoder_mode!r}: choose frozen or finetune")
-    if not 1 <= int(finetune_layers) <= 6:
-        raise DialevalError(f"--finetune-layers {finetune_layers}: MiniLM has 6 layers; choose 1..6")
-    tuning = {"encoder_mode": encoder_mode, "finetune_layers": int(finetune_layers),
-              "finetune_epochs": int(finetune_epochs), "finetune_lr": float(finetune_lr)}
-    say = say or (lambda m: None)
-    if "em" in only and not engagement:
-        raise DialevalError("training EM needs --engagement FOLDER (the predictive-engagement data), "
-                            "or leave em out with --only")
-    dialogues = read_dialogues(corpus)
-    trained_on = corpus_record(corpus, dialogues)
-    sample = sample_dialogues(dialogues, max_examples, seed)
-    utterances = [u for d in sample for u in d]
-    classes = _classes()
-    os.makedirs(output, exist_ok=True)
-    root = _read_root(output)
-    started = time.monotonic()
-    for k, name in enumerate(only):
-        deadline = None
-        if max_minutes:
-            left = max_minutes * 60 - (time.monotonic() - started)
-            deadline = time.monotonic() + max(left / (len(only) - k), 1.0)
-        t0, c0 = time.monotonic(), time.process_time()
-        say(f"[mme] training {name} ...")
-        if name == "fm":
-            model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder, **tuning).fit(
-                utterances, deadline, say)
-        elif name == "rm":
-            model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder, **tuning).fit(
-                sample, deadline, say)
-        elif name == "tcm":
-            model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder).fit(
-                sample, graph_dialogues=dialogues, deadline=deadline)
-        elif name == "em":
-            texts, labels, counts = engagement_examples(engagement)
-            model = classes[name](seed=seed, encoder=encoder, **tuning).fit(texts, labels, counts, deadline, say)
-        else:
-            model = classes[name](max_sentences=sm_sentences, seed=seed).fit(
-                [u for d in dialogues for u in d], deadline)
-        model.save(os.path.join(output, name))
-        root.setdefault("submetrics", {})[name] = {
-            "estimator": type(model).__name__, "params": model.get_params(), "info": model.info_,
-            "encoder_mode": getattr(model, "encoder_mode", "own model (no MiniLM pass)"), "corpus": trained_on,
-            "wall_seconds": round(time.monotonic() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1)}
-        say(f"[mme] {name}: {root['submetrics'][name]['wall_seconds']} s wall, "
-            f"{root['submetrics'][name]['cpu_seconds']} s CPU")
+    Options:
+      only: the sub-metrics to train, a subset of fm, rm, tcm, em, sm (default: all)
+      max_minutes: time budget for the whole run, shared among the sub-metrics (each stops its
+        epochs when its share runs out, keeping its best epoch so far)
+      max_examples: DailyDialog train utterances sampled for FM/RM/TCM
+      sm_sentences: DailyDialog train sentences the specificity masked LM trains on
+      seed: random seed
+      device: cpu (the only one implemented)
+      encoder: sentence-transformers folder to use instead of all-MiniLM-L6-v2
+      encoder_mode: frozen (heads only, the default) or finetune (the top MiniLM layers with the
+        FM, RM and EM heads; the tuned layers are stored in each sub-metric's folder)
+      finetune_layers: with finetune: how many top MiniLM layers to train, 1..6
+      finetune_epochs: with finetune: epochs over the training rows after the head-only stage
+      finetune_lr: with finetune: AdamW learning rate of the MiniLM layers; the head gets 10x
+    """
+
+    kind = KIND
+
+    def __init__(self, only: Sequence[str] = SUBMETRICS, max_minutes: float | None = None, max_examples: int = 3000,
+                 sm_sentences: int = 10000, seed: int = 0, device: str = "cpu", encoder: str | None = None,
+                 encoder_mode: Literal["frozen", "finetune"] = "frozen", finetune_layers: int = 2,
+                 finetune_epochs: int = 3, finetune_lr: float = 3e-5):
+        self.only = only
+        self.max_minutes = max_minutes
+        self.max_examples = max_examples
+        self.sm_sentences = sm_sentences
+        self.seed = seed
+        self.device = device
+        self.encoder = encoder
+        self.encoder_mode = encoder_mode
+        self.finetune_layers = finetune_layers
+        self.finetune_epochs = finetune_epochs
+        self.finetune_lr = finetune_lr
+
+    def _check(self) -> None:
+        if self.device != "cpu":
+            raise DialevalError(f"--device {self.device}: the MME sub-metrics train on the CPU in this version")
+        if self.encoder_mode not in ("frozen", "finetune"):
+            raise DialevalError(f"encoder mode {self.encoder_mode!r}: choose frozen or finetune")
+        if not 1 <= int(self.finetune_layers) <= 6:
+            raise DialevalError(f"--finetune-layers {self.finetune_layers}: MiniLM has 6 layers; choose 1..6")
+        parse_only(",".join(self.only))
+
+    def fit(self, corpus: str, *, engagement: str | None = None, say: Callable[[str], None] | None = None,
+            checkpoint: str | None = None) -> "MMETrainer":
+        """Train `only` on the DailyDialog-style `corpus` (EM on the `engagement` folder). With
+        `checkpoint` (the output folder), the folder is saved after each sub-metric, so a long
+        run that stops keeps what it finished."""
+        from .data import engagement_examples, read_dialogues, sample_dialogues
+
+        self._check()
+        only = list(self.only)
+        tuning = {"encoder_mode": self.encoder_mode, "finetune_layers": int(self.finetune_layers),
+                  "finetune_epochs": int(self.finetune_epochs), "finetune_lr": float(self.finetune_lr)}
+        say = say or (lambda m: None)
+        if "em" in only and not engagement:
+            raise DialevalError("training EM needs --engagement FOLDER (the predictive-engagement data), "
+                                "or leave em out with --only")
+        dialogues = read_dialogues(corpus)
+        trained_on = corpus_record(corpus, dialogues)
+        sample = sample_dialogues(dialogues, self.max_examples, self.seed)
+        utterances = [u for d in sample for u in d]
+        classes = _classes()
+        seed, max_examples, encoder = self.seed, self.max_examples, self.encoder
+        self.submetrics_: dict[str, Any] = {}
+        self.records_: dict[str, Any] = {}
+        self.root_ = {"corpus": os.path.abspath(corpus), "seed": seed, "max_examples": max_examples,
+                      "sm_sentences": self.sm_sentences, "sample_dialogues": len(sample),
+                      "sample_utterances": len(utterances)}
         if engagement:
-            root["engagement"] = os.path.abspath(engagement)
-        root.update({"corpus": os.path.abspath(corpus), "seed": seed, "max_examples": max_examples, "sm_sentences": sm_sentences, "sample_dialogues": len(sample),
-                     "sample_utterances": len(utterances)})
-        _write_root(output, root)
-    return root
+            self.root_["engagement"] = os.path.abspath(engagement)
+        started = time.monotonic()
+        for k, name in enumerate(only):
+            deadline = None
+            if self.max_minutes:
+                left = self.max_minutes * 60 - (time.monotonic() - started)
+                deadline = time.monotonic() + max(left / (len(only) - k), 1.0)
+            t0, c0 = time.monotonic(), time.process_time()
+            say(f"[mme] training {name} ...")
+            if name == "fm":
+                model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder, **tuning).fit(
+                    utterances, deadline, say)
+            elif name == "rm":
+                model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder, **tuning).fit(
+                    sample, deadline, say)
+            elif name == "tcm":
+                model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder).fit(
+                    sample, graph_dialogues=dialogues, deadline=deadline)
+            elif name == "em":
+                texts, labels, counts = engagement_examples(engagement)
+                model = classes[name](seed=seed, encoder=encoder, **tuning).fit(texts, labels, counts, deadline, say)
+            else:
+                model = classes[name](max_sentences=self.sm_sentences, seed=seed).fit(
+                    [u for d in dialogues for u in d], deadline)
+            self.submetrics_[name] = model
+            self.records_[name] = {
+                "estimator": type(model).__name__, "params": model.get_params(), "info": model.info_,
+                "encoder_mode": getattr(model, "encoder_mode", "own model (no MiniLM pass)"), "corpus": trained_on,
+                "wall_seconds": round(time.monotonic() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1)}
+            say(f"[mme] {name}: {self.records_[name]['wall_seconds']} s wall, "
+                f"{self.records_[name]['cpu_seconds']} s CPU")
+            if checkpoint is not None:
+                self.save(checkpoint)
+        return self
+
+    # -- persistence ---------------------------------------------------------------------------
+    # The folder keeps the layout the `mme_*` metrics read (`MMEModel`): one artifact per
+    # sub-metric, the root record mme.json, a manifest over everything; config.json adds the
+    # trainer's parameters. Sub-metrics already in the folder and not retrained are kept.
+    def fitted_attributes(self) -> list[str]:
+        return [n for n in ("submetrics_", "records_", "root_") if hasattr(self, n)]
+
+    def _state(self):
+        return {"trained": sorted(self.submetrics_)}, {}
+
+    def save(self, directory) -> str:
+        self._saving_over = os.path.abspath(os.fspath(directory))
+        try:
+            return super().save(directory)
+        finally:
+            del self._saving_over
+
+    def _root(self) -> dict[str, Any]:
+        root = _read_root(self._saving_over) if os.path.isdir(self._saving_over) else {"kind": KIND}
+        root.setdefault("submetrics", {}).update(self.records_)
+        root.update(self.root_)
+        return root
+
+    def _write_files(self, staging_dir: str) -> None:
+        import shutil
+
+        root = self._root()
+        for name in root["submetrics"]:
+            target = os.path.join(staging_dir, name)
+            if name in self.submetrics_:
+                self.submetrics_[name].save(target)
+            else:                               # trained earlier into this folder: kept as it is
+                shutil.copytree(os.path.join(self._saving_over, name), target)
+        with open(os.path.join(staging_dir, ROOT_CONFIG), "w", encoding="utf-8") as handle:
+            json.dump(root, handle, indent=1, sort_keys=True, default=str)
+
+    def _set_state(self, values, arrays, directory: str) -> None:
+        folder = MMEModel(directory)
+        names = sorted((folder.root.get("submetrics") or {}))
+        self.submetrics_ = {name: folder.get(name) for name in names}
+        self.records_ = {name: folder.root["submetrics"][name] for name in names}
+        self.root_ = {k: v for k, v in folder.root.items() if k not in ("submetrics", "kind")}
+
+    @classmethod
+    def load(cls, directory) -> "MMETrainer":
+        """A trained MME folder with every sub-metric loaded; folders written before this class
+        (no config.json) load with the settings their mme.json recorded."""
+        directory = os.fspath(directory)
+        if os.path.exists(os.path.join(directory, "config.json")):
+            return super().load(directory)
+        verify(directory, KIND)
+        root = _read_root(directory)
+        model = cls(only=sorted(root.get("submetrics") or {}),
+                    **{k: root[k] for k in ("seed", "max_examples", "sm_sentences") if k in root})
+        model._set_state({}, {}, directory)
+        return model
+
+
+def train_mme(corpus: str, output: str, *, engagement: str | None = None,
+              say: Callable[[str], None] | None = None, **params: Any) -> dict[str, Any]:
+    """Train `MMETrainer(**params)` into `output`, saving after each sub-metric; returns the
+    folder's root record (mme.json)."""
+    MMETrainer(**params).fit(corpus, engagement=engagement, say=say, checkpoint=output)
+    return _read_root(output)
 
 
 def corpus_record(path: str, dialogues: Sequence[Sequence[str]]) -> dict[str, Any]:
@@ -145,14 +254,6 @@ def _read_root(folder: str) -> dict[str, Any]:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     return {"kind": KIND}
-
-
-def _write_root(folder: str, root: dict[str, Any]) -> None:
-    from ...data.writers import atomic_write
-
-    with atomic_write(os.path.join(folder, ROOT_CONFIG)) as handle:
-        json.dump(root, handle, indent=1, sort_keys=True, default=str)
-    write_manifest(folder, KIND)
 
 
 class MMEModel:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import random
-import tempfile
 import time
 from typing import Any, Mapping, Sequence
 
@@ -198,17 +197,14 @@ class SpecificityModel(Estimator):
     def _state(self):
         return {"ranges_": self.ranges_, "info_": self.info_, "bert_config_": self.model_.config.to_dict()}, {}
 
-    def _extra_files(self) -> dict[str, str]:
+    def _write_files(self, staging_dir: str) -> None:
         from safetensors.torch import save_file
 
-        tmp = tempfile.mkdtemp(prefix="dialeval-sm-")
-        self.tokenizer_.save(os.path.join(tmp, "tokenizer.json"))
+        self.tokenizer_.save(os.path.join(staging_dir, "tokenizer.json"))
         # the decoder shares the input embeddings (tied); store each tensor once
         state = {k: v.contiguous() for k, v in self.model_.state_dict().items()
                  if k not in ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")}
-        save_file(state, os.path.join(tmp, "mlm.safetensors"))
-        return {"tokenizer.json": os.path.join(tmp, "tokenizer.json"),
-                "mlm.safetensors": os.path.join(tmp, "mlm.safetensors")}
+        save_file(state, os.path.join(staging_dir, "mlm.safetensors"))
 
     def _set_state(self, values: Mapping[str, Any], arrays: Mapping[str, np.ndarray], directory: str) -> None:
         from safetensors.torch import load_file

@@ -141,16 +141,12 @@ class HeadSubMetric(Estimator):
         arrays = {f"head_{k}": np.asarray(v) for k, v in self.head_.items()}
         return values, arrays
 
-    def _extra_files(self) -> dict[str, str]:
+    def _write_files(self, staging_dir: str) -> None:
         if self.encoder_mode != "finetune":
-            return {}
-        import tempfile
-
+            return
         from .finetune import WEIGHTS_FILE, save_layers
 
-        path = os.path.join(tempfile.mkdtemp(prefix="dialeval-mme-"), WEIGHTS_FILE)
-        save_layers(self.tuned_layers_, path)
-        return {WEIGHTS_FILE: path}
+        save_layers(self.tuned_layers_, os.path.join(staging_dir, WEIGHTS_FILE))
 
     def _set_state(self, values: Mapping[str, Any], arrays: Mapping[str, np.ndarray], directory: str) -> None:
         from ...errors import DialevalError

@@ -130,6 +130,26 @@ class DialogueEncoder(Estimator):
     default `max_minutes=60` budget (an estimate: not measured idle). Threads: `threads=0` (the
     default) follows the backbone policy, the idle cores, so a busy machine gets one thread: two
     OpenMP threads competing for oversubscribed cores were ~17x slower.
+
+    Options:
+      vocab_size: most frequent words kept (the rest become the unknown word)
+      emb_dim: word embedding size
+      utt_dim: utterance-encoder GRU size
+      ctx_dim: context-encoder GRU size (the context vector ADEM reads)
+      latent_dim: VHRED latent variable size
+      dec_dim: decoder GRU size
+      max_turns: context turns read before the response
+      max_len: words kept per utterance
+      word_drop: share of decoder input words replaced by the unknown word
+      kl_anneal_steps: steps over which the KL term's weight rises from 0 to 1
+      lr: Adam step size
+      batch_size: dialogues per step
+      epochs: passes over the corpus
+      max_minutes: stop training after this long
+      max_steps: stop after this many batches
+      seed: random seed
+      threads: CPU threads (default 0: $OMP_NUM_THREADS, else the idle cores)
+      device: cpu or cuda[:N]
     """
 
     kind = KIND

@@ -57,17 +57,31 @@ class Adem(Estimator):
     """ADEM, a scikit-learn-shaped estimator: `fit(rows)`, `predict(...)`, `save`/`load`.
 
     Options:
-        encoder: minilm (frozen all-MiniLM-L6-v2), minilm:DIR or hred:DIR
-        variant: adem, c_adem (context term only) or r_adem (reference term only)
+        encoder: minilm (frozen all-MiniLM-L6-v2), minilm:DIR (a sentence-transformers folder) or
+            hred:DIR (a `train dialogue-encoder` folder)
+        variant: adem (context and reference), c_adem (context term only) or r_adem (reference
+            term only)
         preset: paper (L1 on M, N, PCA 7) or released (squared L2, PCA 50)
-        pca_dims: PCA dimensions (default from the preset; 0 keeps all)
+        pca_dims: PCA dimensions (default: 7 paper, 50 released; 0: all)
         gamma: weight of the penalty on M, N (default 0.02)
-        lr: Adam step size for M and N (default 0.01)
-        finetune_layers: 0 (default, the paper's frozen encoder) or N in 1..6: after the frozen
-            fit, fine-tune the top N MiniLM layers with M and N under the ADEM loss (minilm only)
-        finetune_lr: AdamW step size of the tuned layers (default 1e-4; M, N keep `lr`)
-        finetune_epochs: passes over the (oversampled) training rows in stage 2 (default 1)
-        finetune_minutes: stop stage 2 after this many minutes, keeping the best state (default: no limit)
+        lr: Adam step size for M and N
+        batch_size: rows per training step
+        max_epochs: most passes over the training rows
+        patience: epochs without a better validation Spearman before stopping (the best epoch's
+            M and N are kept)
+        val_fraction: share of the rows (split by context) held out for early stopping and the
+            settings search
+        context_turns: minilm: the last k context turns, joined
+        oversample: length-binned oversampling by score class (paper section 5)
+        max_oversample: a score class is resampled to at most this many times its own size
+        seed: random seed
+        finetune_layers: minilm only: after the frozen fit, fine-tune the top N of MiniLM's 6
+            layers with M and N under the ADEM loss, early-stopped on the same validation split
+            (default 0: frozen, as the paper)
+        finetune_lr: AdamW step size of the tuned layers (M and N keep lr)
+        finetune_epochs: passes over the (oversampled) training rows when fine-tuning
+        finetune_minutes: stop fine-tuning after this many minutes, keeping the best validation
+            state (default: no limit)
     """
 
     kind = KIND
@@ -174,11 +188,18 @@ class Adem(Estimator):
         return self.encode([r.context for r in rows], [r.references for r in rows], [r.response for r in rows])
 
     # -- fitting -------------------------------------------------------------------------
-    def fit(self, rows: Sequence[RatedRow], *, search: Mapping[str, Sequence] | None = None,
-            progress: Callable[[str], None] | None = None) -> "Adem":
-        """Encode `rows`, split off a validation part by context, and train. With `search` (e.g.
-        SEARCH_GRID), one model per combination of the listed settings is trained and the one of
-        best validation Spearman is kept (see `search_vectors`)."""
+    def fit(self, rows: Sequence[RatedRow], *, progress: Callable[[str], None] | None = None) -> "Adem":
+        """Encode `rows`, split off a validation part by context, and train (stage 1, then stage
+        2 when `finetune_layers` > 0). A settings search is `dialeval.models.search.SettingsSearch`
+        over `fit_vectors` on `prepare(rows)`, then `finish` on its best estimator (what
+        `train adem --search` does, see `search_rows`)."""
+        prepared = self.prepare(rows)
+        self.fit_vectors(*prepared.train, val=prepared.val, progress=progress)
+        return self.finish(prepared, progress=progress)
+
+    def prepare(self, rows: Sequence[RatedRow]) -> "PreparedRows":
+        """The usable rows, their training/validation split (by context) and their encoder
+        vectors: what every stage-1 fit on `rows` starts from, computed once."""
         self._check()
         for name in ("tuned_layers_", "tuned_indices_", "weights_id_", "encoder_fingerprint_"):
             self.__dict__.pop(name, None)       # a refit starts from the frozen encoder
@@ -194,13 +215,14 @@ class Adem(Estimator):
         y = np.array([r.score for r in rows], dtype=np.float64)
         lengths = np.array([len(r.response.split()) for r in rows])
         tr, va = np.array(train_idx), np.array(val_idx)
-        fitting = self.fit_vectors if search is None else \
-            (lambda *a, **k: self.search_vectors(search, *a, **k))
-        fitting(C[tr], R[tr], H[tr], y[tr], lengths[tr], val=(C[va], R[va], H[va], y[va]), progress=progress)
+        return PreparedRows(rows, tr, va, (C[tr], R[tr], H[tr], y[tr], lengths[tr]), (C[va], R[va], H[va], y[va]))
+
+    def finish(self, prepared: "PreparedRows", *, progress: Callable[[str], None] | None = None) -> "Adem":
+        """After stage 1 on `prepared`: stage 2 when asked, then the provenance record."""
         if int(self.finetune_layers or 0):
-            self.finetune_rows(rows, tr, va, progress=progress)
-        self.record_provenance(rows)
-        self.training_["rows_split"] = {"train": len(tr), "validation": len(va)}
+            self.finetune_rows(prepared.rows, prepared.train_idx, prepared.val_idx, progress=progress)
+        self.record_provenance(prepared.rows)
+        self.training_["rows_split"] = {"train": len(prepared.train_idx), "validation": len(prepared.val_idx)}
         return self
 
     def finetune_rows(self, rows: Sequence[RatedRow], train_idx: Sequence[int], val_idx: Sequence[int], *,
@@ -357,35 +379,14 @@ class Adem(Estimator):
     def search_vectors(self, grid: Mapping[str, Sequence], C: np.ndarray, R: np.ndarray, H: np.ndarray,
                        y: np.ndarray, lengths: np.ndarray | None = None, *, val: tuple,
                        progress: Callable[[str], None] | None = None) -> "Adem":
-        """Train one model per combination of `grid`'s values (constructor settings) and keep the
-        one whose validation Spearman is best; the first in grid order wins a tie.
-
-        Why: the best PCA size and step size depend on the encoder and the data (with frozen
-        MiniLM the paper's lr 0.01 leaves M, N worse than the identity after one epoch), and the
-        only fair judge is the validation split, never a test set. Every candidate sees the
-        same training and validation rows; the table of all of them is kept in
-        `training_["search"]`."""
-        import itertools
-
-        if val is None:
-            raise DialevalError("a settings search needs a validation split")
-        unknown = set(grid) - set(self.get_params())
-        if unknown:
-            raise DialevalError(f"ADEM has no setting {', '.join(sorted(unknown))} to search")
-        best, tried, started = None, [], time.time()
-        for values in itertools.product(*grid.values()):
-            chosen = dict(zip(grid, values))
-            candidate = Adem(**{**self.get_params(), **chosen}).fit_vectors(C, R, H, y, lengths, val=val)
-            score = candidate.training_["val_spearman"]
-            tried.append({**chosen, "val_spearman": score, "best_epoch": candidate.training_["best_epoch"]})
-            if progress:
-                progress(f"search {chosen}: validation Spearman {score:.4f}")
-            if best is None or score > best.training_["val_spearman"]:
-                best = candidate
-        self.set_params(**{k: getattr(best, k) for k in grid})
+        """Shorthand kept for the benchmark: run `vector_search` and become its best model (its
+        settings included), with the table of candidates in `training_["search"]`."""
+        search = vector_search(self, grid, val, progress=progress).fit(C, R, H, y, lengths, val=val)
+        best = search.best_estimator_
+        self.set_params(**search.best_params_)
         for name in best.fitted_attributes():
             setattr(self, name, getattr(best, name))
-        self.training_ = {**best.training_, "search": tried, "search_seconds": round(time.time() - started, 2)}
+        self.training_ = {**best.training_, "search": search.results_, "search_seconds": search.seconds_}
         return self
 
     def _oversampled(self, y: np.ndarray, lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -457,7 +458,7 @@ class Adem(Estimator):
         values.pop("tuned_layers_", None)
         return values, arrays
 
-    def _extra_files(self) -> dict[str, str]:
+    def _write_files(self, staging_dir: str) -> None:
         """A VHRED encoder travels inside the ADEM folder (`encoder/`), so a model can be moved
         or shared as one folder; its files are in ADEM's manifest too. Fine-tuned MiniLM layers
         are written to `encoder.safetensors` (dialeval.backbones' layout: the base model's tensor names)."""
@@ -465,19 +466,21 @@ class Adem(Estimator):
 
         kind, path = parse_encoder_spec(self.encoder)
         if self.is_tuned():
-            import tempfile
-
             from ....backbones.tuning import WEIGHTS_FILE, save_layers
 
-            tmp = os.path.join(tempfile.mkdtemp(prefix="dialeval-adem-"), WEIGHTS_FILE)
-            save_layers(self.tuned_layers_, tmp, content="dialeval adem tuned MiniLM layers")
-            return {WEIGHTS_FILE: tmp}
+            save_layers(self.tuned_layers_, os.path.join(staging_dir, WEIGHTS_FILE),
+                        content="dialeval adem tuned MiniLM layers")
+            return
         if kind != "hred":
-            return {}
+            return
+        import shutil
+
         from ....models.store import files_under
 
-        return {f"{BUNDLED_ENCODER}/{rel}": os.path.join(path, rel) for rel in files_under(path)} | \
-            {f"{BUNDLED_ENCODER}/manifest.json": os.path.join(path, "manifest.json")}
+        for rel in [*files_under(path), "manifest.json"]:
+            target = os.path.join(staging_dir, BUNDLED_ENCODER, rel)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(os.path.join(path, rel), target)
 
     def _set_state(self, values: Mapping[str, Any], arrays: Mapping[str, np.ndarray], directory: str) -> None:
         missing = {"M_", "N_", "pca_mean_", "pca_components_"} - set(arrays)
@@ -513,6 +516,50 @@ class Adem(Estimator):
         self.tuned_layers_ = {f"encoder.layer.{i}.{k}": v for i, d in layers.items() for k, v in d.items()}
         if tensors_id(self.tuned_layers_) != str(values["weights_id_"]):
             raise DialevalError(f"{directory}/{WEIGHTS_FILE}: its tensors differ from the ones recorded at training")
+
+
+class PreparedRows:
+    """Rows ready for stage 1 (see `Adem.prepare`): `train` is (C, R, H, y, lengths) of the
+    training part, `val` is (C, R, H, y) of the validation part."""
+
+    def __init__(self, rows, train_idx, val_idx, train, val):
+        self.rows, self.train_idx, self.val_idx, self.train, self.val = rows, train_idx, val_idx, train, val
+
+
+def validation_spearman(model: Adem, val: tuple) -> float:
+    """Spearman correlation of a fitted model's predictions on (C, R, H, y) validation vectors
+    (the early-stopping criterion, so it equals `training_["val_spearman"]`)."""
+    return model._val_score(model._project(*val[:3]), val[3])
+
+
+def vector_search(model: Adem, grid: Mapping[str, Sequence], val: tuple, *,
+                  progress: Callable[[str], None] | None = None):
+    """The settings search of ADEM's stage 1: one `fit_vectors` per combination of `grid`,
+    judged by validation Spearman.
+
+    Why: the best PCA size and step size depend on the encoder and the data (with frozen
+    MiniLM the paper's lr 0.01 leaves M, N worse than the identity after one epoch), and the
+    only fair judge is the validation split, never a test set. Every candidate sees the same
+    training and validation rows."""
+    from ....models.search import SettingsSearch
+
+    if val is None:
+        raise DialevalError("a settings search needs a validation split")
+    return SettingsSearch(model, grid, scoring=validation_spearman, validation=val, method="fit_vectors",
+                          score_name="val_spearman", describe=lambda m: {"best_epoch": m.training_["best_epoch"]},
+                          progress=progress)
+
+
+def search_rows(model: Adem, rows: Sequence[RatedRow], grid: Mapping[str, Sequence], *,
+                progress: Callable[[str], None] | None = None):
+    """(search, best model): the rows encoded once, stage 1 searched over `grid`, then the best
+    candidate finished (stage 2 when asked, provenance); its training record keeps the table of
+    candidates under "search" as `train adem --search` always reported it."""
+    prepared = model.prepare(rows)
+    search = vector_search(model, grid, prepared.val, progress=progress).fit(*prepared.train, val=prepared.val)
+    best = search.best_estimator_
+    best.training_ = {**best.training_, "search": search.results_, "search_seconds": search.seconds_}
+    return search, best.finish(prepared, progress=progress)
 
 
 class _Adam:
