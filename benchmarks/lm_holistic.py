@@ -20,7 +20,7 @@ def main() -> None:
     ap.add_argument("models", nargs="+")
     ap.add_argument("--data", default="../shared/data/holistic-eval")
     ap.add_argument("--layout", default=None, help="override the model's layout (plain|chat)")
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=1)
     args = ap.parse_args()
     from dialeval.data.datasets import load_dataset
     from dialeval.metrics.lm.checkpoint import load_lm
@@ -29,7 +29,7 @@ def main() -> None:
 
     coh = load_dataset("holistic-coherence", args.data)
     flu = load_dataset("holistic-fluency", args.data)
-    print("model | coherence raw r | coherence norm r | fluency raw r | fluency norm r | seconds")
+    print("model | coherence raw r | coherence norm r | coherence raw rho | fluency raw r | fluency norm r | fluency raw rho | seconds")
     for spec in args.models:
         name, _, path = spec.rpartition("=")
         name = name or path

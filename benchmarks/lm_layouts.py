@@ -19,6 +19,8 @@ def main() -> None:
     ap.add_argument("--validation", default="../shared/data/dailydialog/validation.zip")
     ap.add_argument("--pairs", type=int, default=400)
     ap.add_argument("--layouts", default="plain,chat")
+    ap.add_argument("--casings", default="as-is", help="as-is,lower")
+    ap.add_argument("--batch-size", type=int, default=1)
     args = ap.parse_args()
     from dialeval.data.corpus import pairs, read_corpus
     from dialeval.metrics.lm.checkpoint import load_lm
@@ -36,11 +38,11 @@ def main() -> None:
     print(f"model {model}; {len(sample)} DailyDialog validation pairs")
     print("layout  casing  coherence_raw  fluency_raw  seconds")
     for layout in args.layouts.split(","):
-        for lower in (False, True):
+        for lower in [c == "lower" for c in args.casings.split(",")]:
             lm.layout, lm.lowercase, lm._frame = layout, lower, None
             t = time.time()
-            coh = mean_logprobs(lm, [r for _, r in sample], [q for q, _ in sample], batch_size=16)
-            flu = mean_logprobs(lm, [r for _, r in sample], None, batch_size=16)
+            coh = mean_logprobs(lm, [r for _, r in sample], [q for q, _ in sample], batch_size=args.batch_size)
+            flu = mean_logprobs(lm, [r for _, r in sample], None, batch_size=args.batch_size)
             print(f"{layout:7s} {'lower' if lower else 'as-is':6s}  {np.nanmean(coh):13.4f}  {np.nanmean(flu):11.4f}"
                   f"  {time.time() - t:7.1f}", flush=True)
 

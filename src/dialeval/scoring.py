@@ -133,11 +133,12 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
         vector_case: keep or lower, how words are looked up (emb_*)
         sentence_model: local sentence-transformers folder (sent_cosine)
         sentence_batch_size: texts per encoder batch (sent_cosine)
-        lm_model: causal-LM checkpoint folder (lm_*)
+        lm_model: causal-LM folder, GGUF file or LoRA adapter folder (lm_*)
         lm_percentile: percentile of stored reference scores used as lower bound (lm_coherence, lm_fluency)
         lm_batch_size: sequences per forward pass (lm_*)
         lm_device: torch device (lm_*)
         lm_context_turns: context turns forming the query (lm_coherence*)
+        lm_layout: auto, plain or chat, the sequence frame (lm_*)
         amfm_model: trained AM-FM folder (am, fm, fm_abs, amfm)
         amfm_lambda: weight of AM in amfm (default 0.8)
         am_dims: LSI dimensions used by AM

@@ -226,12 +226,21 @@ def _load_lm(path: str, device: str) -> LoadedLM:
                     device=device, info=info, reference=reference, fingerprint=fingerprint)
 
 
-_CACHE: dict[tuple[str, str], LoadedLM] = {}
+_CACHE: dict[tuple[str, str, str | None], LoadedLM] = {}
 
 
-def cached_lm(path: str | os.PathLike, device: str = "cpu") -> LoadedLM:
-    """One loaded copy per (folder, device) per process: coherence and fluency share it."""
-    key = (os.path.realpath(os.fspath(path)), device)
+def cached_lm(path: str | os.PathLike, device: str = "cpu", layout: str | None = None) -> LoadedLM:
+    """One loaded copy per (folder, device, layout) per process: coherence and fluency share it.
+    layout: None or "auto" keeps the model's own (an adapter's stored frame, else plain)."""
+    layout = None if layout in (None, "", "auto") else layout
+    if layout is not None and layout not in LAYOUTS:
+        raise DialevalError(f"--lm-layout {layout!r}: choose from auto, {', '.join(LAYOUTS)}")
+    key = (os.path.realpath(os.fspath(path)), device, layout)
     if key not in _CACHE:
-        _CACHE[key] = load_lm(path, device)
+        lm = load_lm(path, device)
+        if layout is not None and layout != lm.layout:
+            import dataclasses
+
+            lm = dataclasses.replace(lm, layout=layout, _frame=None)
+        _CACHE[key] = lm
     return _CACHE[key]

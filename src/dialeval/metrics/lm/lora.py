@@ -229,8 +229,10 @@ def train_lora(corpus: str, out_dir: str, base: str, config: LoraTrainConfig | N
     q_ids = [lm.encode(q) for q, _ in ref_pairs]
     r_ids = [lm.encode(r) for _, r in ref_pairs]
     with torch.inference_mode():
-        cs, cc = token_logprob_sums(lm, q_ids, r_ids, 16)
-        fs, fc = token_logprob_sums(lm, [None] * len(r_ids), r_ids, 16)
+        # one sequence per pass: held-out pairs rarely share a length, and filling every
+        # batch to a fixed row count would multiply the work on CPU
+        cs, cc = token_logprob_sums(lm, q_ids, r_ids, 1)
+        fs, fc = token_logprob_sums(lm, [None] * len(r_ids), r_ids, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         reference = {"coherence_raw": (cs / np.maximum(cc, 1))[cc > 0], "fluency_raw": (fs / np.maximum(fc, 1))[fc > 0]}
     info["reference_pairs"] = len(ref_pairs)
