@@ -166,3 +166,30 @@ def test_plain_frame_is_unchanged_and_chat_frame_wraps_turns(adapter):
     with pytest.raises(DialevalError, match="chat layout needs"):
         lm.layout, lm._frame = "chat", None
         lm.frame
+
+
+def _prepared_smollm2():
+    from dialeval.models.pretrained import SMOLLM2, is_prepared, pretrained_root
+
+    folder = pretrained_root() / SMOLLM2.name
+    if not is_prepared(folder):
+        pytest.skip("the prepared SmolLM2 is absent (python3 -m dialeval.models.pretrained prepare --only smollm2)")
+    return folder
+
+
+@pytest.mark.slow
+def test_smollm2_adapter_by_packaged_name(tmp_path):
+    """Two steps on the real SmolLM2 in the chat frame: the adapter names its base by the packaged
+    name, loads back through that name, and the signature carries adapter and base hashes."""
+    _prepared_smollm2()
+    from dialeval.metrics.lm.lora import LoraTrainConfig, train_lora
+    from dialeval.metrics.lm.metric import LMCoherence
+
+    corpus = _corpus(tmp_path / "dialogues.txt", 12)
+    cfg = LoraTrainConfig(steps=2, batch_size=2, max_length=16, warmup_steps=1, reference_pairs=4, layout="chat")
+    info = train_lora(corpus, str(tmp_path / "adapter"), "smollm2-135m", cfg)
+    assert info["base"] == "smollm2-135m" and info["layout"] == "chat"
+    metric = LMCoherence(lm_model=str(tmp_path / "adapter"))
+    (name, value), = [o for o in metric.signature_options() if o[0] == "model"]
+    assert value.startswith("adapter@") and "+smollm2-135m-instruct:" in value
+    assert ("layout", "chat") in metric.signature_options()

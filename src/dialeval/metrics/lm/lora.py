@@ -87,6 +87,17 @@ def base_identity(path: str) -> str:
     return model_fingerprint(path)
 
 
+def _prepared_source_hash(base_path: str) -> str:
+    """`:<sha256[:12]>` of the packaged file a prepared backbone was made from, when it is one
+    (its prepared.json records it), so the signature names the base's content, not only its size."""
+    try:
+        with open(os.path.join(base_path, "prepared.json"), encoding="utf-8") as handle:
+            digests = json.load(handle).get("sha256") or {}
+    except (OSError, ValueError):
+        return ""
+    return f":{sorted(digests.values())[0][:12]}" if digests else ""
+
+
 def _base_model(base: str, device: str):
     """A private copy of the base LM (the backbone cache's copy stays untouched by peft)."""
     import copy
@@ -303,7 +314,7 @@ def load_adapter(path: str, device: str = "cpu"):
         with np.load(arrays, allow_pickle=False) as data:
             reference = {k: data[k] for k in data.files}
     adapter_sha = manifest["files"][ADAPTER_WEIGHTS]["sha256"][:12]
-    fingerprint = f"{adapter_sha}+{base_identity(base_path)}"
+    fingerprint = f"{adapter_sha}+{base_identity(base_path)}{_prepared_source_hash(base_path)}"
     lm = LoadedLM(path=path, model=model, tokenizer=tokenizer, sep_id=int(sep), max_len=max_len, device=device,
                   info=info, reference=reference, fingerprint=fingerprint,
                   layout=info.get("layout", "plain"), lowercase=bool(info.get("lowercase", False)))
