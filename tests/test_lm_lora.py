@@ -193,3 +193,14 @@ def test_smollm2_adapter_by_packaged_name(tmp_path):
     (name, value), = [o for o in metric.signature_options() if o[0] == "model"]
     assert value.startswith("adapter@") and "+smollm2-135m-instruct:" in value
     assert ("layout", "chat") in metric.signature_options()
+
+
+def test_lm_layout_option_reaches_the_metric(adapter):
+    from dialeval.metrics.lm.metric import LMCoherenceRaw
+
+    base, path, _, _ = adapter
+    assert LMCoherenceRaw(lm_model=path).lm.layout == "plain"            # auto: the adapter's own
+    with pytest.raises(DialevalError, match="chat layout needs"):
+        LMCoherenceRaw(lm_model=base, lm_layout="chat").lm.frame
+    with pytest.raises(DialevalError, match="--lm-layout 'odd'"):
+        LMCoherenceRaw(lm_model=base, lm_layout="odd")
