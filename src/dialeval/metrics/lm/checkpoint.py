@@ -1,6 +1,8 @@
 """Loading a causal-LM checkpoint folder, with one clear line for every way it can be wrong.
 
-Any local Hugging Face causal-LM folder works (GPT-2 or another architecture). Folders that
+Any local Hugging Face causal-LM folder works (GPT-2 or another architecture), and so do a
+GGUF file (or a folder holding one), read through the shared backbone loader, and a LoRA
+adapter folder (lora.py), applied to a private copy of its base. Folders that
 dialeval trained carry a sha256 manifest, which is checked first, and the reference-set scores
 that the normalised metrics need (eq. 2 and 4); a foreign checkpoint has neither, so only the
 raw metrics work with it until `dialeval train lm --init DIR --max-steps 0` wraps it.
@@ -38,11 +40,54 @@ class LoadedLM:
     info: dict = field(default_factory=dict)
     reference: dict[str, np.ndarray] = field(default_factory=dict)
     fingerprint: str = "unverified"
+    layout: str = "plain"
+    lowercase: bool = False
+    _frame: "Frame | None" = None
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of one utterance, with the leading space a byte-level BPE gives mid-text."""
+        """Token ids of one utterance, with the leading space a byte-level BPE gives mid-text
+        (none in the chat frame, where an utterance starts a line)."""
         text = " ".join(text.split())
-        return list(self.tokenizer.encode(" " + text, add_special_tokens=False)) if text else []
+        if self.lowercase:
+            text = text.lower()
+        if not text:
+            return []
+        return list(self.tokenizer.encode(text if self.layout == "chat" else " " + text, add_special_tokens=False))
+
+    @property
+    def frame(self) -> "Frame":
+        if self._frame is None:
+            self._frame = make_frame(self.tokenizer, self.layout, self.sep_id, self.path)
+        return self._frame
+
+
+LAYOUTS = ("plain", "chat")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Token ids around a (query, response) pair: head + q + mid + r + end; solo + r + end."""
+
+    head: list[int]
+    mid: list[int]
+    solo: list[int]
+    end: list[int]
+
+
+def make_frame(tokenizer, layout: str, sep_id: int, path: str = "") -> Frame:
+    if layout == "plain":
+        return Frame([sep_id], [sep_id], [sep_id], [sep_id])
+    if layout != "chat":
+        raise DialevalError(f"{path}: unknown LM layout {layout!r}; choose from {', '.join(LAYOUTS)}")
+    vocab = tokenizer.get_vocab()
+    if "<|im_start|>" not in vocab or "<|im_end|>" not in vocab:
+        raise DialevalError(f"{path}: the chat layout needs a tokenizer with <|im_start|> and <|im_end|> tokens")
+
+    def ids(text: str) -> list[int]:
+        return list(tokenizer.encode(text, add_special_tokens=False))
+
+    return Frame(ids("<|im_start|>user\n"), ids("<|im_end|>\n<|im_start|>assistant\n"),
+                 ids("<|im_start|>assistant\n"), ids("<|im_end|>"))
 
 
 def offline() -> None:
@@ -107,7 +152,35 @@ def load_lm(path: str | os.PathLike, device: str = "cpu") -> LoadedLM:
         return _load_lm(path, device)
 
 
+def _gguf_target(path: str) -> bool:
+    if os.path.isfile(path):
+        return path.endswith(".gguf")
+    return (os.path.isdir(path) and not os.path.exists(os.path.join(path, "config.json"))
+            and any(n.endswith(".gguf") for n in os.listdir(path)))
+
+
+def _load_gguf(path: str, device: str) -> LoadedLM:
+    """A GGUF causal LM through the shared backbone loader (scored as-is, raw metrics only)."""
+    from ...backbones import load_backbone
+    from ...backbones.fingerprint import model_fingerprint
+
+    bb = load_backbone(path, kind="gguf", device=device, task="causal-lm")
+    tokenizer = bb.tokenizer
+    sep = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.bos_token_id
+    if sep is None:
+        raise _fail(path, "the tokenizer has neither an end-of-text nor a begin-of-text token")
+    max_len = int(getattr(bb.model.config, "max_position_embeddings", None) or 1024)
+    return LoadedLM(path=bb.path, model=bb.model, tokenizer=tokenizer, sep_id=int(sep), max_len=max_len,
+                    device=device, fingerprint=model_fingerprint(bb.path))
+
+
 def _load_lm(path: str, device: str) -> LoadedLM:
+    from .lora import is_adapter, load_adapter
+
+    if is_adapter(path):
+        return load_adapter(path, device)
+    if _gguf_target(path):
+        return _load_gguf(path, device)
     manifest = store.read_manifest(path) if os.path.isdir(path) else None
     if manifest is not None:
         store.verify(path, KIND)
@@ -153,12 +226,21 @@ def _load_lm(path: str, device: str) -> LoadedLM:
                     device=device, info=info, reference=reference, fingerprint=fingerprint)
 
 
-_CACHE: dict[tuple[str, str], LoadedLM] = {}
+_CACHE: dict[tuple[str, str, str | None], LoadedLM] = {}
 
 
-def cached_lm(path: str | os.PathLike, device: str = "cpu") -> LoadedLM:
-    """One loaded copy per (folder, device) per process: coherence and fluency share it."""
-    key = (os.path.realpath(os.fspath(path)), device)
+def cached_lm(path: str | os.PathLike, device: str = "cpu", layout: str | None = None) -> LoadedLM:
+    """One loaded copy per (folder, device, layout) per process: coherence and fluency share it.
+    layout: None or "auto" keeps the model's own (an adapter's stored frame, else plain)."""
+    layout = None if layout in (None, "", "auto") else layout
+    if layout is not None and layout not in LAYOUTS:
+        raise DialevalError(f"--lm-layout {layout!r}: choose from auto, {', '.join(LAYOUTS)}")
+    key = (os.path.realpath(os.fspath(path)), device, layout)
     if key not in _CACHE:
-        _CACHE[key] = load_lm(path, device)
+        lm = load_lm(path, device)
+        if layout is not None and layout != lm.layout:
+            import dataclasses
+
+            lm = dataclasses.replace(lm, layout=layout, _frame=None)
+        _CACHE[key] = lm
     return _CACHE[key]

@@ -1,9 +1,13 @@
 """Mean log-probability of a response's tokens under a causal LM, with or without a query.
 
-Sequences are laid out as the model was trained on them: `<sep> query <sep> response`
-for context coherence (eq. 1: only the response tokens are summed, the query's own
-probability cancels), `<sep> response` for fluency (eq. 3). `<sep>` is the tokenizer's
-end-of-text token, which a GPT-2 checkpoint already knows. A batch holds sequences of one
+Sequences are laid out as the model was trained on them. The `plain` frame (the default, and
+the one `dialeval train lm` uses) is `<sep> query <sep> response` for context coherence (eq. 1:
+only the response tokens are summed, the query's own probability cancels) and `<sep> response`
+for fluency (eq. 3); `<sep>` is the tokenizer's end-of-text token, which a GPT-2 checkpoint
+already knows. The `chat` frame wraps query and response in the tokenizer's chat turns (user,
+then assistant), for instruction-tuned models whose pre-training saw dialogue only that way;
+which frame a LoRA adapter uses is chosen on DailyDialog validation likelihood and stored with
+it (docs/lm-lora.md). A batch holds sequences of one
 length only: no padding, so a text's score never depends on which other texts share its
 batch, and a run split into shards (or resumed, or on Dask) gives the same bits.
 """
@@ -21,16 +25,20 @@ from .checkpoint import LoadedLM
 
 def layout(lm: LoadedLM, query: list[int] | None, response: list[int]) -> tuple[list[int], int]:
     """(ids, index of the first response token), truncated to the model's window: the query
-    loses its oldest tokens first, then the response its last ones."""
+    loses its oldest tokens first, then the response its last ones. The frame's pieces are the
+    separators (`plain`: `<sep> q <sep> r`) or the chat turns (`chat`) around q and r."""
+    frame = lm.frame
     room = lm.max_len
     if query is None:
-        response = response[: room - 1]
-        return [lm.sep_id] + response, 1
-    response = response[: room - 2]
-    keep = max(0, room - 2 - len(response))
+        head = frame.solo
+        response = response[: max(1, room - len(head))]
+        return head + response, len(head)
+    head, mid = frame.head, frame.mid
+    response = response[: max(1, room - len(head) - len(mid))]
+    keep = max(0, room - len(head) - len(mid) - len(response))
     query = query[len(query) - keep:] if keep else []
-    ids = [lm.sep_id] + query + [lm.sep_id] + response
-    return ids, len(query) + 2
+    ids = head + query + mid + response
+    return ids, len(head) + len(query) + len(mid)
 
 
 def mean_logprobs(lm: LoadedLM, responses: Sequence[str], queries: Sequence[str] | None = None,

@@ -17,7 +17,7 @@ import numpy as np
 from ...errors import DialevalError
 from ..base import Batch, Metric
 
-LM_OPTIONS = ("lm_model", "lm_percentile", "lm_batch_size", "lm_device", "lm_context_turns")
+LM_OPTIONS = ("lm_model", "lm_percentile", "lm_batch_size", "lm_device", "lm_context_turns", "lm_layout")
 
 
 def normalise(raw: np.ndarray, bound: float) -> np.ndarray:
@@ -31,11 +31,12 @@ class LMScore(Metric):
     """Causal-LM coherence and fluency (holistic paper eq. 1-4).
 
     Options:
-        lm_model: causal-LM checkpoint folder (`dialeval train lm`)
+        lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
         lm_percentile: percentile of the stored reference scores used as the lower bound (default 5)
         lm_batch_size: sequences per forward pass (default 32)
         lm_device: torch device (default cpu)
         lm_context_turns: context turns that form the query for lm_coherence (default 1, the paper's)
+        lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
     """
 
     needs_references = False
@@ -44,7 +45,7 @@ class LMScore(Metric):
     raw = False
 
     def __init__(self, lm_model: str | None = None, lm_percentile: float = 5.0, lm_batch_size: int = 32,
-                 lm_device: str = "cpu", lm_context_turns: int = 1, refs_mode: str = "multi",
+                 lm_device: str = "cpu", lm_context_turns: int = 1, lm_layout: str = "auto", refs_mode: str = "multi",
                  tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         if not lm_model:
@@ -59,7 +60,7 @@ class LMScore(Metric):
         self.context_turns = max(1, int(lm_context_turns))
         from .checkpoint import cached_lm
 
-        self.lm = cached_lm(self.model_dir, self.device)
+        self.lm = cached_lm(self.model_dir, self.device, lm_layout)
         self.bound = None
         if not self.raw:
             ref = self.lm.reference.get(f"{self.kind}_raw")
@@ -72,7 +73,8 @@ class LMScore(Metric):
     def raw_scores(self, batch: Batch) -> np.ndarray:
         from .logprob import mean_logprobs
 
-        key = ("lm_raw", os.path.realpath(self.model_dir), self.device, self.kind, self.context_turns)
+        key = ("lm_raw", os.path.realpath(self.model_dir), self.device, self.kind, self.context_turns,
+               self.lm.layout)
 
         def compute() -> np.ndarray:
             if self.kind == "fluency":
@@ -98,6 +100,8 @@ class LMScore(Metric):
         opts = [("model", f"{os.path.basename(os.path.normpath(self.model_dir))}@{self.lm.fingerprint}")]
         if self.kind == "coherence":
             opts.append(("ctx", self.context_turns))
+        if self.lm.layout != "plain":
+            opts.append(("layout", self.lm.layout))
         if not self.raw:
             opts.append(("pct", self.percentile))
             opts.append(("bound", round(self.bound, 4)))

@@ -1,0 +1,321 @@
+"""LoRA fine-tuning of a pretrained causal LM on dialogue pairs, and loading the adapter back.
+
+The holistic paper fine-tuned GPT-2 on DailyDialog; the pretrained model that can be reached
+here is SmolLM2-135M (a packaged GGUF, dequantised once). Fine-tuning all of it would ship
+540 MB; a rank-8 LoRA adapter on the attention and MLP projections ships about 5 MB in fp16,
+so that is the shape of the default. The adapter folder is a dialeval artifact
+(config.json + manifest.json with every file's sha256) holding peft's adapter_config.json and
+adapter_model.safetensors (fp16), the layout it was trained in, and the raw scores of held-out
+pairs that the normalised metrics' bounds need (arrays.npz).
+
+The base is named in config.json either by a folder path or by the name of a prepared packaged
+backbone (`smollm2-135m`), which `resolve_base` turns into the prepared folder; its fingerprint
+(name + weight-file size) is recorded at training time and checked at load time, so an adapter
+is never applied to a different base without saying so.
+
+Training is deterministic for a seed on one device and thread count: the pairs are shuffled by
+a seeded generator, dropout is off, and the batches are fixed by the seed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ...errors import DialevalError
+from ...models import store
+
+KIND = "lm-lora"
+ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+# packaged backbones an adapter may name instead of a path (dialeval.models.pretrained)
+PACKAGED_BASES = {"smollm2-135m": "smollm2", "smollm2-135m-instruct": "smollm2", "smollm2": "smollm2"}
+
+
+@dataclass
+class LoraTrainConfig:
+    rank: int = 8
+    alpha: float = 16.0
+    targets: tuple[str, ...] = DEFAULT_TARGETS
+    lr: float = 2e-4
+    steps: int = 2000
+    max_minutes: float | None = None
+    batch_size: int = 16
+    max_length: int = 96
+    warmup_steps: int = 50
+    train_pairs: int | None = None      # a seeded subset of the training pairs
+    reference_pairs: int = 500           # held out, scored for the normalisation bounds
+    layout: str = "plain"
+    lowercase: bool = False
+    seed: int = 0
+    device: str = "cpu"
+    extra: dict = field(default_factory=dict)
+
+
+def is_adapter(path: str) -> bool:
+    return os.path.isdir(path) and os.path.exists(os.path.join(path, ADAPTER_CONFIG))
+
+
+def resolve_base(name: str, adapter_dir: str | None = None) -> str:
+    """A base model folder from an adapter's base name: a path (absolute, or relative to the
+    adapter folder) or a packaged backbone name."""
+    if name in PACKAGED_BASES:
+        from ...models.pretrained import PREPARERS
+
+        return str(PREPARERS[PACKAGED_BASES[name]]())
+    candidates = [name] if os.path.isabs(name) else [os.path.join(adapter_dir or "", name), name]
+    for candidate in candidates:
+        if os.path.exists(candidate):
+            return os.path.abspath(candidate)
+    raise DialevalError(f"{adapter_dir or name}: the adapter's base model {name!r} is neither a folder "
+                        f"nor a packaged backbone ({', '.join(sorted(PACKAGED_BASES))})")
+
+
+def base_identity(path: str) -> str:
+    from ...backbones.fingerprint import model_fingerprint
+
+    return model_fingerprint(path)
+
+
+def _prepared_source_hash(base_path: str) -> str:
+    """`:<sha256[:12]>` of the packaged file a prepared backbone was made from, when it is one
+    (its prepared.json records it), so the signature names the base's content, not only its size."""
+    try:
+        with open(os.path.join(base_path, "prepared.json"), encoding="utf-8") as handle:
+            digests = json.load(handle).get("sha256") or {}
+    except (OSError, ValueError):
+        return ""
+    return f":{sorted(digests.values())[0][:12]}" if digests else ""
+
+
+def _base_model(base: str, device: str):
+    """A private copy of the base LM (the backbone cache's copy stays untouched by peft)."""
+    import copy
+
+    from ...backbones import load_backbone
+
+    bb = load_backbone(base, kind="auto", device=device, task="causal-lm")
+    return copy.deepcopy(bb.model), bb.tokenizer
+
+
+def train_lora(corpus: str, out_dir: str, base: str, config: LoraTrainConfig | None = None, *,
+               base_name: str | None = None, reference_corpus: str | None = None,
+               log: Callable[[str], None] | None = None) -> dict:
+    """Fine-tune a LoRA adapter on `corpus`'s query-response pairs; returns the training info."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from ...data.corpus import pairs as corpus_pairs, read_corpus
+    from .checkpoint import LoadedLM, offline
+    from .logprob import layout as frame_layout
+
+    offline()
+    cfg = config or LoraTrainConfig()
+    log = log or (lambda _m: None)
+    started = time.time()
+    cpu0 = time.process_time()
+    deadline = started + 60 * cfg.max_minutes if cfg.max_minutes else None
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    base_path = resolve_base(base)
+    all_pairs = corpus_pairs(read_corpus(corpus))
+    rng = random.Random(cfg.seed)
+    order = list(range(len(all_pairs)))
+    rng.shuffle(order)
+    if reference_corpus:
+        ref_pairs = corpus_pairs(read_corpus(reference_corpus))
+        random.Random(cfg.seed).shuffle(ref_pairs)
+        ref_pairs = ref_pairs[: cfg.reference_pairs]
+        train_idx = order
+    else:
+        ref_pairs = [all_pairs[i] for i in order[: cfg.reference_pairs]]
+        train_idx = order[cfg.reference_pairs:]
+    if cfg.train_pairs:
+        train_idx = train_idx[: cfg.train_pairs]
+    train_pairs = [all_pairs[i] for i in train_idx]
+    if not ref_pairs or not train_pairs:
+        raise DialevalError(f"{corpus}: too few query-response pairs for training and reference scores")
+
+    model, tokenizer = _base_model(base_path, cfg.device)
+    sep = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.bos_token_id
+    max_len = int(getattr(model.config, "max_position_embeddings", None) or 1024)
+    lm = LoadedLM(path=base_path, model=model, tokenizer=tokenizer, sep_id=int(sep), max_len=cfg.max_length,
+                  device=cfg.device, layout=cfg.layout, lowercase=cfg.lowercase)
+    # training sequences: the scoring frame plus the end token, cut to max_length
+    sequences = []
+    for q, r in train_pairs:
+        ids, _ = frame_layout(lm, lm.encode(q), lm.encode(r))
+        ids = (ids + lm.frame.end)[: cfg.max_length]
+        sequences.append((ids, len(lm.frame.head)))
+    n_tokens = sum(len(s) for s, _ in sequences)
+    log(f"train lm --lora: {len(sequences)} pairs ({n_tokens} tokens), {len(ref_pairs)} reference pairs, "
+        f"base {base_path}, layout {cfg.layout}{' lowercased' if cfg.lowercase else ''}")
+
+    for p in model.parameters():
+        p.requires_grad_(False)
+    peft_config = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, target_modules=list(cfg.targets),
+                             lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
+    model = get_peft_model(model, peft_config)
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    n_params = sum(p.numel() for p in params)
+    optim = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
+
+    def lr_at(step: int) -> float:
+        if step < cfg.warmup_steps:
+            return (step + 1) / cfg.warmup_steps
+        return max(0.05, 1 - (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(optim, lr_at)
+    # batches of similar length (little padding), their order fixed by the seed
+    by_len = sorted(range(len(sequences)), key=lambda i: (len(sequences[i][0]), i))
+    batches = [by_len[k:k + cfg.batch_size] for k in range(0, len(by_len), cfg.batch_size)]
+    step, tokens_seen, losses, shown = 0, 0, [], time.time()
+    loop_start = time.time()
+    stopped = "steps"
+    while step < cfg.steps:
+        rng.shuffle(batches)
+        for rows in batches:
+            if step >= cfg.steps:
+                break
+            if deadline is not None and time.time() >= deadline:
+                stopped = "max_minutes"
+                break
+            width = max(len(sequences[i][0]) for i in rows)
+            ids = torch.full((len(rows), width), lm.sep_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            labels = torch.full((len(rows), width), -100, dtype=torch.long)
+            for k, i in enumerate(rows):
+                seq, head = sequences[i]
+                ids[k, :len(seq)] = torch.tensor(seq)
+                mask[k, :len(seq)] = 1
+                labels[k, head:len(seq)] = torch.tensor(seq[head:])
+            out = model(input_ids=ids.to(cfg.device), attention_mask=mask.to(cfg.device),
+                        labels=labels.to(cfg.device))
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optim.step()
+            sched.step()
+            optim.zero_grad(set_to_none=True)
+            losses.append(float(out.loss.detach()))
+            tokens_seen += int(mask.sum())
+            step += 1
+            if time.time() - shown >= 30:
+                shown = time.time()
+                el = shown - loop_start
+                log(f"train lm --lora: step {step}/{cfg.steps}, loss {np.mean(losses[-50:]):.4f}, "
+                    f"{tokens_seen / el:.0f} tokens/s, {el / 60:.1f} min")
+        else:
+            continue
+        break
+    train_seconds = time.time() - loop_start
+    log(f"train lm --lora: stopped after {step} steps ({stopped}), {tokens_seen} tokens in {train_seconds:.0f} s")
+    model.eval()
+    info = {
+        "base": base_name or base, "base_fingerprint": base_identity(base_path), "layout": cfg.layout,
+        "lowercase": cfg.lowercase, "rank": cfg.rank, "alpha": cfg.alpha, "targets": list(cfg.targets),
+        "lr": cfg.lr, "steps_done": step, "steps": cfg.steps, "stopped_by": stopped, "batch_size": cfg.batch_size,
+        "max_length": cfg.max_length, "seed": cfg.seed, "device": cfg.device, "train_pairs": len(sequences),
+        "train_tokens_seen": tokens_seen, "trainable_parameters": n_params,
+        "final_loss": float(np.mean(losses[-50:])) if losses else math.nan,
+        "train_seconds": round(train_seconds, 1), "torch_threads": torch.get_num_threads(),
+        "corpus": os.path.basename(corpus), **cfg.extra,
+    }
+    # reference scores for the normalised metrics, with the adapter merged in
+    from .logprob import token_logprob_sums
+
+    lm.model = model
+    lm.max_len = max_len
+    q_ids = [lm.encode(q) for q, _ in ref_pairs]
+    r_ids = [lm.encode(r) for _, r in ref_pairs]
+    with torch.inference_mode():
+        # one sequence per pass: held-out pairs rarely share a length, and filling every
+        # batch to a fixed row count would multiply the work on CPU
+        cs, cc = token_logprob_sums(lm, q_ids, r_ids, 1)
+        fs, fc = token_logprob_sums(lm, [None] * len(r_ids), r_ids, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reference = {"coherence_raw": (cs / np.maximum(cc, 1))[cc > 0], "fluency_raw": (fs / np.maximum(fc, 1))[fc > 0]}
+    info["reference_pairs"] = len(ref_pairs)
+    info["cpu_seconds"] = round(time.process_time() - cpu0, 1)
+    info["wall_seconds"] = round(time.time() - started, 1)
+    save_adapter(model, out_dir, info, reference)
+    log(f"train lm --lora: wrote {out_dir} ({info['wall_seconds']:.0f} s wall, {info['cpu_seconds']:.0f} s CPU)")
+    return info
+
+
+def save_adapter(peft_model, out_dir: str, info: dict, reference: dict[str, np.ndarray]) -> str:
+    """peft's adapter files with the weights cast to fp16, as a dialeval artifact."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    tmp = tempfile.mkdtemp(prefix="lora-")
+    try:
+        peft_model.save_pretrained(tmp, safe_serialization=True)
+        weights = load_file(os.path.join(tmp, ADAPTER_WEIGHTS))
+        save_file({k: v.to(torch.float16).contiguous() for k, v in sorted(weights.items())},
+                  os.path.join(tmp, ADAPTER_WEIGHTS), metadata={"format": "pt"})
+        with open(os.path.join(tmp, ADAPTER_CONFIG), encoding="utf-8") as handle:
+            adapter_config = json.load(handle)
+        adapter_config["base_model_name_or_path"] = info["base"]
+        with open(os.path.join(tmp, ADAPTER_CONFIG), "w", encoding="utf-8") as handle:
+            json.dump(adapter_config, handle, indent=1, sort_keys=True)
+        return store.save_artifact(out_dir, KIND, info, reference,
+                                   files={ADAPTER_CONFIG: os.path.join(tmp, ADAPTER_CONFIG),
+                                          ADAPTER_WEIGHTS: os.path.join(tmp, ADAPTER_WEIGHTS)})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_adapter(path: str, device: str = "cpu"):
+    """(LoadedLM with the adapter merged into a private copy of its base, info). Refuses a
+    damaged adapter (manifest check) or one whose base is not the one it was trained on."""
+    from .checkpoint import LoadedLM
+
+    manifest = store.verify(path, KIND)
+    try:
+        with open(os.path.join(path, store.CONFIG), encoding="utf-8") as handle:
+            info = json.load(handle)
+        with open(os.path.join(path, ADAPTER_CONFIG), encoding="utf-8") as handle:
+            adapter_config = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise DialevalError(f"{path}: unreadable adapter config ({exc})") from None
+    base_name = info.get("base") or adapter_config.get("base_model_name_or_path")
+    if not base_name:
+        raise DialevalError(f"{path}: the adapter names no base model")
+    base_path = resolve_base(base_name, path)
+    expected = info.get("base_fingerprint")
+    if expected and base_identity(base_path).split(":")[-1] != expected.split(":")[-1]:
+        raise DialevalError(f"{path}: trained on base {expected}, but {base_path} is {base_identity(base_path)}")
+    model, tokenizer = _base_model(base_path, device)
+    from peft import PeftModel
+
+    try:
+        model = PeftModel.from_pretrained(model, path, is_trainable=False).merge_and_unload()
+    except Exception as exc:  # peft raises many kinds for a bad adapter
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise DialevalError(f"{path}: cannot apply the LoRA adapter ({type(exc).__name__}: {first})") from None
+    model.eval()
+    sep = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.bos_token_id
+    max_len = int(getattr(model.config, "max_position_embeddings", None) or 1024)
+    reference = {}
+    arrays = os.path.join(path, store.ARRAYS)
+    if os.path.exists(arrays):
+        with np.load(arrays, allow_pickle=False) as data:
+            reference = {k: data[k] for k in data.files}
+    adapter_sha = manifest["files"][ADAPTER_WEIGHTS]["sha256"][:12]
+    fingerprint = f"{adapter_sha}+{base_identity(base_path)}{_prepared_source_hash(base_path)}"
+    lm = LoadedLM(path=path, model=model, tokenizer=tokenizer, sep_id=int(sep), max_len=max_len, device=device,
+                  info=info, reference=reference, fingerprint=fingerprint,
+                  layout=info.get("layout", "plain"), lowercase=bool(info.get("lowercase", False)))
+    return lm
