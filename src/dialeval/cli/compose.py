@@ -158,7 +158,7 @@ def add_commands(sub) -> None:
                    help="leave out a system's responses wherever present (e.g. 'Original Ground Truth')")
     p.add_argument("--plot", metavar="PNG", help="also draw the weights (quality x metric) as a heatmap")
     p.add_argument("--json", action="store_true", help="print what was learned as one JSON object")
-    from .meta import add_table_format
+    from .options import add_table_format
 
     add_table_format(p, alias=False)
     add_scoring_flags(p)

@@ -10,6 +10,7 @@ import json
 import sys
 
 from dialeval.errors import DialevalError
+from dialeval.cli.options import add_table_format
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -476,21 +477,6 @@ def _stats_arguments(p, *, compare_default: bool) -> None:
                    help="correlation the pairwise comparison tests (default: the first --method)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
     add_table_format(p)
-
-
-def add_table_format(p, *, alias: bool = True) -> None:
-    """`--table-format`, the one name every table-printing command gives this option (`score`'s
-    `--format` names its input format). `--format`, the older name of the other commands, still
-    works where that name is free, unlisted, so that scripts written for it keep running."""
-    import argparse
-
-    from dialeval.report.tables import TABLE_FORMATS
-
-    p.add_argument("--table-format", dest="table_format", default="plain", choices=TABLE_FORMATS,
-                   help="table format: plain, markdown, latex (a booktabs tabular) or csv")
-    if alias:
-        p.add_argument("--format", dest="table_format", default=argparse.SUPPRESS,
-                       choices=TABLE_FORMATS, help=argparse.SUPPRESS)
 
 
 def count(minimum: int):

@@ -109,3 +109,18 @@ def add_estimator_flags(parser, cls: type, names: list[str] | None = None, *, ex
 def estimator_kwargs(args: argparse.Namespace, names: list[str]) -> dict:
     """The constructor keyword arguments that `add_estimator_flags` flags hold."""
     return {name: getattr(args, name) for name in names}
+
+
+def add_table_format(p, *, alias: bool = True) -> None:
+    """`--table-format`, the one name every table-printing command gives this option (`score`'s
+    `--format` names its input format). `--format`, the older name of the other commands, still
+    works where that name is free, unlisted, so that scripts written for it keep running."""
+    import argparse
+
+    from dialeval.report.tables import TABLE_FORMATS
+
+    p.add_argument("--table-format", dest="table_format", default="plain", choices=TABLE_FORMATS,
+                   help="table format: plain, markdown, latex (a booktabs tabular) or csv")
+    if alias:
+        p.add_argument("--format", dest="table_format", default=argparse.SUPPRESS,
+                       choices=TABLE_FORMATS, help=argparse.SUPPRESS)

@@ -179,7 +179,7 @@ def cmd_report(args) -> int:
 def add_commands(sub) -> None:
     from dialeval.meta.systems import DEFAULT_SEED, PAIR_BY
 
-    from .meta import add_table_format
+    from .options import add_table_format
 
     def common(p, *, table: bool) -> None:
         p.add_argument("scores", help="per-sample JSONL from `dialeval score -o` or `evaluate -o` "

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from ..rowwise import filled
-from .checkpoint import LoadedLM
+from .loaded import LoadedLM
 
 
 def layout(lm: LoadedLM, query: list[int] | None, response: list[int]) -> tuple[list[int], int]:

@@ -116,7 +116,7 @@ def train_lora(corpus: str, out_dir: str, base: str, config: LoraTrainConfig | N
     from peft import LoraConfig, get_peft_model
 
     from ...data.corpus import pairs as corpus_pairs, read_corpus
-    from .checkpoint import LoadedLM, offline
+    from .loaded import LoadedLM, offline
     from .logprob import layout as frame_layout
 
     offline()
@@ -280,7 +280,7 @@ def save_adapter(peft_model, out_dir: str, info: dict, reference: dict[str, np.n
 def load_adapter(path: str, device: str = "cpu"):
     """(LoadedLM with the adapter merged into a private copy of its base, info). Refuses a
     damaged adapter (manifest check) or one whose base is not the one it was trained on."""
-    from .checkpoint import LoadedLM
+    from .loaded import LoadedLM
 
     manifest = store.verify(path, KIND)
     try:
