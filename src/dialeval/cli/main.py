@@ -96,12 +96,6 @@ def _need_file(path: str) -> None:
         raise InputError("no such file" if not os.path.exists(path) else "not a file", path=path)
 
 
-def load_input(args) -> list:
-    """All samples of INPUT or of --hyp/--ref parallel files, in memory (commands that need them
-    all at once; `score` streams instead)."""
-    return list(input_source(args).samples())
-
-
 def system_table(result, table_format: str = "plain", width: int | None = None) -> str:
     """Per-system corpus values (the table lives in `dialeval.report.tables`; transposed when
     too wide for the terminal and there are more metrics than systems)."""

@@ -648,8 +648,3 @@ def chunked(samples: Iterable[Sample], size: int) -> Iterator[list[Sample]]:
             chunk = []
     if chunk:
         yield chunk
-
-
-def iter_batches(samples: Sequence[Sample], size: int) -> Iterator[Sequence[Sample]]:
-    for start in range(0, len(samples), size):
-        yield samples[start:start + size]

@@ -184,11 +184,6 @@ def system_level_rows(system_values: dict[str, dict[str, float]],
     return rows
 
 
-def records_from_result(result) -> list[dict]:
-    """Score rows (as `dialeval score -o` writes them) from an in-memory ScoreResult."""
-    return list(result.records())
-
-
 def levels_available(rows: Iterable[dict]) -> list[str]:
     rows = list(rows)
     out = ["turn"]

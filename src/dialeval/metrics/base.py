@@ -18,7 +18,7 @@ How state reduces is declared per metric, with defaults that keep every subclass
 
 - `state_reduction = "sum"` (the default when `reduce` is not overridden): the corpus value is a
   function of the column sums of the statistics rows, so a shard keeps one (count, sums) pair
-  (`partial_state`), pairs add (`merge_states`) and `corpus_from_state` finishes;
+  (`partial_state`), pairs add (`MetricState.merge`) and `corpus_from_state` finishes;
 - `state_reduction = "concat"` (the default when a subclass overrides `reduce`): the rows are
   kept and `reduce` sees all of them, as before;
 - a **corpus-wide first pass** (`corpus_pass_key` not None, as CIDEr's document frequencies
@@ -133,8 +133,6 @@ class Signature:
         parts.append(f"version:{__version__}")
         return "|".join(parts)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, **dict(self.options), "version": __version__}
 
 
 def _fmt_opt(value: Any) -> str:
@@ -293,9 +291,6 @@ class Metric:
         """Corpus value of a "counts" state (metrics whose `compute` puts one in
         `MetricOutput.extra["state"]`, the diversity measures)."""
         raise NotImplementedError
-
-    def merge_states(self, a: "MetricState", b: "MetricState") -> "MetricState":
-        return a.merge(b)
 
     def corpus_from_state(self, state: "MetricState") -> float:
         """Corpus value of a (merged) state; equals `reduce` of all its rows."""

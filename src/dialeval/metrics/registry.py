@@ -214,10 +214,6 @@ class MetricRegistry(Mapping[str, MetricSpec]):
 REGISTRY = MetricRegistry(_SPECS)
 
 
-def register(spec: MetricSpec) -> None:
-    REGISTRY.register(spec)
-
-
 def metric_spec(name: str) -> MetricSpec:
     try:
         return REGISTRY[name]

@@ -254,14 +254,6 @@ def build(data_root: str, out_root: str, only: list[str] | None = None,
     return names
 
 
-def refresh_card(out_root: str, name: str) -> None:
-    """Rewrite a built default's card.json (and its manifest) with this version's wording and
-    headline, without retraining: what a rebuild would write for the same trained files."""
-    folder = os.path.join(os.path.abspath(out_root), name)
-    write_card(folder, RECIPES[name])
-    normalise(folder, DATA_ROOT, out_root)
-
-
 def write_card(folder: str, recipe: Recipe) -> None:
     """`card.json`: what `dialeval models list` prints (listed in the manifest like any file)."""
     card = {"name": recipe.name, "metrics": list(recipe.metrics), "trained_on": recipe.trained_on,

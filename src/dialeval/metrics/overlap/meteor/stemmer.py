@@ -27,14 +27,6 @@ _STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "men
           "ate", "iti", "ous", "ive", "ize", "ion")
 
 
-def _longest(word: str, suffixes) -> str | None:
-    best = None
-    for s in suffixes:
-        if word.endswith(s) and (best is None or len(s) > len(best)):
-            best = s
-    return best
-
-
 _STEP2_BY_LEN = sorted(_STEP2, key=len, reverse=True)
 _STEP3_BY_LEN = sorted(_STEP3, key=len, reverse=True)
 _STEP4_BY_LEN = sorted(_STEP4, key=len, reverse=True)
