@@ -164,7 +164,7 @@ def test_backbones_import_no_metric():
 # above. `dialeval` (the package's front door) sits on top with the CLI.
 LAYERS = [
     ("base", ("dialeval.errors", "dialeval.version", "dialeval.options", "dialeval.optional",
-              "dialeval.progress")),
+              "dialeval.progress", "dialeval.plugins")),
     ("data", ("dialeval.data",)),
     ("text", ("dialeval.text",)),
     ("models", ("dialeval.models",)),

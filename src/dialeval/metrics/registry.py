@@ -12,12 +12,11 @@ declares is refused with the closest valid name.
 from __future__ import annotations
 
 import importlib
-import warnings
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DialevalError
+from ..plugins import PluginRegistry
 from ..options import OptionSpec, check_options, closest_hint, constructor_options
 
 if TYPE_CHECKING:  # the registry is read before numpy is imported (see `blas`)
@@ -158,64 +157,23 @@ _SPECS: list[MetricSpec] = [
 ENTRY_POINT_GROUP = "dialeval.metrics"
 
 
-class MetricRegistry(Mapping[str, MetricSpec]):
-    """The built-in metrics, then the plug-ins that installed packages declare.
+class MetricRegistry(PluginRegistry):
+    """The built-in metrics, then the plug-ins that installed packages declare in the
+    `dialeval.metrics` entry-point group (`name = "module:Class"`, the same form as
+    `MetricSpec.target`); the lookup rules (built-ins first, the group read lazily, never
+    replacing a built-in) are `dialeval.plugins`'."""
 
-    A package adds metrics by naming them in the `dialeval.metrics` entry-point group
-    (`name = "module:Class"`, the same form as `MetricSpec.target`). The group is read on the
-    first question the built-ins cannot answer (an unknown name, a listing), never for a
-    built-in name: the CLI's start-up decides on BLAS threads from built-in names alone, before
-    numpy, and a scan of every installed distribution would cost it time. A plug-in never
-    replaces a built-in metric of the same name; it is skipped with a warning.
-    """
+    what = "metric"
 
     def __init__(self, specs: list[MetricSpec], group: str = ENTRY_POINT_GROUP):
-        self._specs: dict[str, MetricSpec] = {spec.name: spec for spec in specs}
-        self._group = group
-        self._plugins_read = False
+        super().__init__(specs, group)
 
     def register(self, spec: MetricSpec) -> None:
-        """Add (or replace) a metric programmatically; plug-ins come through here too."""
+        """Add (or replace) a metric programmatically."""
         self._specs[spec.name] = spec
 
-    def _read_plugins(self) -> None:
-        if self._plugins_read:
-            return
-        self._plugins_read = True
-        from importlib.metadata import entry_points
-
-        for ep in sorted(entry_points(group=self._group), key=lambda e: e.name):
-            if ep.name in self._specs:
-                warnings.warn(f"plug-in metric {ep.name!r} ({ep.value}) is shadowed by the "
-                              "metric of that name already registered; it is ignored", stacklevel=2)
-                continue
-            if ":" not in ep.value:
-                warnings.warn(f"plug-in metric {ep.name!r}: entry point {ep.value!r} is not "
-                              "'module:Class'; ignored", stacklevel=2)
-                continue
-            dist = getattr(ep, "dist", None)
-            origin = f"{dist.name} {dist.version}" if dist is not None else ep.value
-            self._specs[ep.name] = MetricSpec(ep.name, ep.value, "plugin", f"plug-in metric from {origin}",
-                                              extra=None)
-
-    def __getitem__(self, name: str) -> MetricSpec:
-        if name not in self._specs:
-            self._read_plugins()
-        return self._specs[name]
-
-    def __contains__(self, name: object) -> bool:
-        if name in self._specs:
-            return True
-        self._read_plugins()
-        return name in self._specs
-
-    def __iter__(self) -> Iterator[str]:
-        self._read_plugins()
-        return iter(list(self._specs))
-
-    def __len__(self) -> int:
-        self._read_plugins()
-        return len(self._specs)
+    def plugin_spec(self, name: str, target: str, origin: str) -> MetricSpec:
+        return MetricSpec(name, target, "plugin", f"plug-in metric from {origin}", extra=None)
 
 
 REGISTRY = MetricRegistry(_SPECS)

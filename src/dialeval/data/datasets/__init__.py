@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import importlib
 import os
-import warnings
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ...errors import DialevalError
+from ...plugins import PluginRegistry
 from .base import DIALOGUE_ID, Dataset
 
 
@@ -114,52 +113,18 @@ _SPECS = [
 ENTRY_POINT_GROUP = "dialeval.datasets"
 
 
-class DatasetRegistry(Mapping[str, DatasetSpec]):
+class DatasetRegistry(PluginRegistry):
     """The built-in loaders, then those installed packages declare in the `dialeval.datasets`
     entry-point group (`name = "module:function"`; the function takes the folder and returns a
-    `Dataset`). Read on the first lookup the built-ins cannot answer or the first listing; a
-    plug-in never replaces a built-in name (it is skipped with a warning)."""
+    `Dataset`); the lookup rules are `dialeval.plugins`'."""
+
+    what = "data set"
 
     def __init__(self, specs: list[DatasetSpec], group: str = ENTRY_POINT_GROUP):
-        self._specs = {s.name: s for s in specs}
-        self._group = group
-        self._plugins_read = False
+        super().__init__(specs, group)
 
-    def _read_plugins(self) -> None:
-        if self._plugins_read:
-            return
-        self._plugins_read = True
-        from importlib.metadata import entry_points
-
-        for ep in sorted(entry_points(group=self._group), key=lambda e: e.name):
-            if ep.name in self._specs or ":" not in ep.value:
-                warnings.warn(f"plug-in data set {ep.name!r} ({ep.value}) ignored: "
-                              + ("a data set of that name exists" if ep.name in self._specs
-                                 else "the entry point is not 'module:function'"), stacklevel=2)
-                continue
-            dist = getattr(ep, "dist", None)
-            origin = f"{dist.name} {dist.version}" if dist is not None else ep.value
-            self._specs[ep.name] = DatasetSpec(ep.name, ep.value, ep.name,
-                                               f"plug-in data set from {origin}", builtin=False)
-
-    def __getitem__(self, name: str) -> DatasetSpec:
-        if name not in self._specs:
-            self._read_plugins()
-        return self._specs[name]
-
-    def __contains__(self, name: object) -> bool:
-        if name in self._specs:
-            return True
-        self._read_plugins()
-        return name in self._specs
-
-    def __iter__(self) -> Iterator[str]:
-        self._read_plugins()
-        return iter(list(self._specs))
-
-    def __len__(self) -> int:
-        self._read_plugins()
-        return len(self._specs)
+    def plugin_spec(self, name: str, target: str, origin: str) -> DatasetSpec:
+        return DatasetSpec(name, target, name, f"plug-in data set from {origin}", builtin=False)
 
 
 DATASETS = DatasetRegistry(_SPECS)
