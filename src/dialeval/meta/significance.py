@@ -43,6 +43,15 @@ class Comparison:
         return asdict(self)
 
 
+def williams_on_points(xa, xb, y, method: str) -> tuple[float, float, float, float, float]:
+    """(r(A, human), r(B, human), r(A, B), t, p) of Williams' test on paired points."""
+    r_a, _ = correlation(xa, y, method)
+    r_b, _ = correlation(xb, y, method)
+    r_ab, _ = correlation(xa, xb, method)
+    t, p = williams_test(r_a, r_b, r_ab, len(y))
+    return r_a, r_b, r_ab, t, p
+
+
 def williams_test(r12: float, r13: float, r23: float, n: int, *,
                   two_sided: bool = False) -> tuple[float, float]:
     """Williams' t for H0: rho12 = rho13, variable 1 shared (the humans), 2 and 3 the metrics.
@@ -80,10 +89,7 @@ def compare(metric_a: Sequence[float], metric_b: Sequence[float], human: Sequenc
     a, b, h = (np.where(ok, v, np.nan) for v in (a, b, h))
     xa, y, _ = level_points(a, h, level, dialogues=dialogues, systems=systems)
     xb, _, _ = level_points(b, h, level, dialogues=dialogues, systems=systems)
-    r_a, _ = correlation(xa, y, method)
-    r_b, _ = correlation(xb, y, method)
-    r_ab, _ = correlation(xa, xb, method)
-    t, p = williams_test(r_a, r_b, r_ab, len(y))
+    r_a, r_b, r_ab, t, p = williams_on_points(xa, xb, y, method)
     boot_p = lo = hi = math.nan
     if n_boot > 0 and len(y) >= 2:
         dist = bootstrap(a, h, [method], level, dialogues=dialogues, systems=systems,

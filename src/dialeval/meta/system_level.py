@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import DialevalError
 from .correlation import (MIN_POINTS, _CHUNK_ELEMENTS, Correlation, FewPointsWarning,
                           bootstrap_indices, correlation, percentile_ci, rowwise)
-from .significance import Comparison, williams_test
+from .significance import Comparison, williams_on_points
 from .systems import Measure
 
 DEFINITION = ("system level: each system's corpus score, as `dialeval score` prints it (corpus "
@@ -123,10 +123,7 @@ def compare_system_level(measure_a: Measure, measure_b: Measure, human: Sequence
     _, x, y = system_points([measure_a, measure_b], h, systems)
     ok = np.isfinite(x[0]) & np.isfinite(x[1]) & np.isfinite(y)
     xa, xb, y = x[0][ok], x[1][ok], y[ok]
-    r_a, _ = correlation(xa, y, method)
-    r_b, _ = correlation(xb, y, method)
-    r_ab, _ = correlation(xa, xb, method)
-    t, p = williams_test(r_a, r_b, r_ab, len(y))
+    r_a, r_b, r_ab, t, p = williams_on_points(xa, xb, y, method)
     boot_p = lo = hi = math.nan
     if n_boot > 0 and len(y) >= 2:
         (ba, bb), yb = _bootstrap([measure_a, measure_b], h, systems, n_boot, seed)
