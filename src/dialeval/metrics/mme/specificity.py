@@ -79,6 +79,12 @@ class SpecificityModel(Estimator):
         specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
         tok.train_from_iterator(train, trainers.WordPieceTrainer(vocab_size=self.vocab_size,
                                                                  special_tokens=specials, show_progress=False))
+        # The trainer numbers the alphabet in the order of a Rust hash map, which differs from
+        # process to process; WordPiece reads only which pieces exist, so renumbering them in a
+        # fixed order (specials, then sorted) makes a rebuild give the same ids and the same model.
+        pieces = tok.get_vocab()
+        ordered = specials + sorted(p for p in pieces if p not in specials)
+        tok.model = models.WordPiece({p: i for i, p in enumerate(ordered)}, unk_token="[UNK]")
         self.tokenizer_ = tok
         torch.manual_seed(self.seed)
         model = BertForMaskedLM(_bert_config(tok.get_vocab_size(), self.hidden, self.layers, self.heads))
