@@ -1,6 +1,6 @@
 """Rebuild the shipped default models and check that every byte is the same.
 
-    python3 benchmarks/bench_models_rebuild.py --data-root DIR [--only amfm,mme] [--out benchmarks/models_results]
+    python3 benchmarks/bench_models_rebuild.py --data-root DIR [--only amfm,mme] [--out benchmarks/out/models_results]
 
 Builds each default with `dialeval models build` (one thread, fixed seeds) into a scratch folder
 and compares each file's sha256 with the installed default (`dialeval models list` names where
@@ -36,7 +36,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-root", required=True)
     ap.add_argument("--only", help="comma-separated defaults (default: every installed one)")
-    ap.add_argument("--out", default=os.path.join(HERE, "models_results"))
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "models_results"))
     args = ap.parse_args()
     names = [n for n in (args.only.split(",") if args.only else ORDER)]
     shipped = {n: default_model_dir(n) for n in names}
