@@ -1,7 +1,7 @@
 """Turn-level Pearson of lm_coherence / lm_fluency (raw and normalised) with the holistic
 paper's coherence and fluency ratings (mean of ten raters), per model.
 
-    python3 benchmarks/lm_holistic.py MODEL [MODEL ...] [--data ../shared/data/holistic-eval]
+    python3 benchmarks/lm_holistic.py MODEL [MODEL ...] [--data $DATA/holistic-eval]
 
 MODEL: a causal-LM folder, GGUF file or LoRA adapter folder; `name=path` names the row.
 """
@@ -9,6 +9,7 @@ MODEL: a causal-LM folder, GGUF file or LoRA adapter folder; `name=path` names t
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -18,7 +19,7 @@ from scipy.stats import pearsonr, spearmanr
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("models", nargs="+")
-    ap.add_argument("--data", default="../shared/data/holistic-eval")
+    ap.add_argument("--data", default=os.path.join(os.environ.get("DATA", "../shared/data"), "holistic-eval"))
     ap.add_argument("--layout", default=None, help="override the model's layout (plain|chat)")
     ap.add_argument("--batch-size", type=int, default=1)
     args = ap.parse_args()
