@@ -100,6 +100,12 @@ class TokenStates:
 
 def token_states(backbone, texts: Sequence[str], layer: int = -1, batch_size: int = 16,
                  max_length: int | None = None) -> list[TokenStates]:
+    return token_states_at(backbone, texts, [layer], batch_size, max_length)[layer]
+
+
+def token_states_at(backbone, texts: Sequence[str], layers: Sequence[int], batch_size: int = 16,
+                    max_length: int | None = None) -> dict[int, list[TokenStates]]:
+    """`token_states` of several layers from one forward pass: {layer: per text TokenStates}."""
     import torch
 
     tokenizer = backbone.tokenizer
@@ -108,7 +114,7 @@ def token_states(backbone, texts: Sequence[str], layer: int = -1, batch_size: in
     limit = int(max_length or backbone.max_length)
     texts = list(texts)
     lengths = [len(x) for x in tokenizer(texts, truncation=True, max_length=limit)["input_ids"]]
-    out: list[TokenStates | None] = [None] * len(texts)
+    out: dict[int, list] = {layer: [None] * len(texts) for layer in layers}
     size = max(1, int(batch_size))
     for rows in length_batches(lengths, size):
         batch = [texts[i] for i in filled(rows, size)]
@@ -119,12 +125,15 @@ def token_states(backbone, texts: Sequence[str], layer: int = -1, batch_size: in
         enc = {k: v.to(backbone.device) for k, v in enc.items()}
         with torch.inference_mode():
             hidden = backbone.model(**enc, output_hidden_states=True).hidden_states
-            if not -len(hidden) <= layer < len(hidden):
-                raise DialevalError(f"{backbone.path}: layer {layer} out of range (the model has "
-                                    f"{len(hidden) - 1} layers; 0 = embeddings)")
-            states = hidden[layer].float().cpu().numpy()
-        for r, i in enumerate(rows):
-            out[i] = TokenStates(states[r].astype(np.float32), enc["input_ids"][r].tolist(),
-                                 [tuple(int(v) for v in o) for o in offsets[r].tolist()],
-                                 special[r].numpy().astype(bool))
+            for layer in layers:
+                if not -len(hidden) <= layer < len(hidden):
+                    raise DialevalError(f"{backbone.path}: layer {layer} out of range (the model has "
+                                        f"{len(hidden) - 1} layers; 0 = embeddings)")
+            states = {layer: hidden[layer].float().cpu().numpy() for layer in layers}
+        ids = enc["input_ids"].tolist()
+        spans = [[tuple(int(v) for v in o) for o in offsets[r].tolist()] for r in range(len(rows))]
+        for layer in layers:
+            for r, i in enumerate(rows):
+                out[layer][i] = TokenStates(states[layer][r].astype(np.float32), ids[r], spans[r],
+                                            special[r].numpy().astype(bool))
     return out  # type: ignore[return-value]

@@ -112,6 +112,11 @@ _SPECS: list[MetricSpec] = [
           ("lm_fluency", "LMFluency", "fluency f(r), causal LM, normalised (holistic eq. 4)"),
           ("lm_coherence_raw", "LMCoherenceRaw", "mean log P(response | query) per token (holistic eq. 1)"),
           ("lm_fluency_raw", "LMFluencyRaw", "mean log P(response) per token (holistic eq. 3)")]],
+    *[MetricSpec(name, f"dialeval.metrics.embedding.bertscore:{cls}", "embedding", desc, extra="embeddings")
+      for name, cls, desc in [
+          ("bertscore_p", "BertScoreP", "BERTScore precision on a local encoder (MiniLM by default), best over references"),
+          ("bertscore_r", "BertScoreR", "BERTScore recall on a local encoder (MiniLM by default), best over references"),
+          ("bertscore_f", "BertScoreF", "BERTScore F1 on a local encoder (MiniLM by default), best over references")]],
     MetricSpec("deep_am", "dialeval.metrics.lm.deep_amfm:DeepAM", "lm",
                "Deep AM-FM adequacy: sentence-encoder cosine, max over references", extra="embeddings"),
     *[MetricSpec(name, f"dialeval.metrics.lm.deep_amfm:{cls}", "lm", desc,
