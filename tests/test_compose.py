@@ -63,6 +63,29 @@ def test_crs_weights_by_hand():
                                (np.array([1, 0.8, 0]) / 1.8 + np.array([0.8, 1, 0.6]) / 2.4) / 2)
 
 
+def test_consistent_rule_by_hand():
+    """m3 has r = -1 on A's overall and 0.6 on B's: a metric that hurts on one development corpus
+    gets no weight; m1 and m2 keep their CRS weights, renormalised."""
+    model = ComposeModel(method="crs", p=2, consistent=True).fit(hand_sets(), ["m1", "m2", "m3"])
+    w_a = np.array([1 / 1.64, 0.64 / 1.64, 0.0])
+    w_b = np.array([0.32, 0.50, 0.18])
+    kept = ((w_a + w_b) / 2)[:2]
+    w = model.weights_for("overall")
+    assert w["m3"] == 0.0
+    np.testing.assert_allclose([w["m1"], w["m2"]], kept / kept.sum())
+    # the pooled row also sees B's fluency, where every metric is negative: none is consistent,
+    # so the member with the best mean Spearman over the three pairs takes it all
+    # (m1: (1 - 0.8 + 0.8) / 3 = 0.333, m2: (0.8 - 1 + 1) / 3 = 0.267, m3: (-1 - 0.6 + 0.6) / 3)
+    assert model.weights_for(POOLED) == {"m1": 1.0, "m2": 0.0, "m3": 0.0}
+    # B's fluency alone: every r is negative, the least bad member (m3, -0.6) takes it all, and the
+    # composite then ranks the items as that member does
+    assert model.weights_for("fluency") == {"m1": 0.0, "m2": 0.0, "m3": 1.0}
+    sets = hand_sets()
+    pred = model.predict(sets[1].scores, "fluency")
+    np.testing.assert_array_equal(np.argsort(pred, kind="stable"),
+                                  np.argsort(sets[1].scores["m3"], kind="stable"))
+
+
 def test_crs_prediction_by_hand():
     model = ComposeModel(method="crs", p=2).fit(hand_sets(), ["m1", "m2", "m3"])
     # minmax over the pooled development scores: every metric spans [1, 5] -> (x - 1) / 4

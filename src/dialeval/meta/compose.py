@@ -111,6 +111,23 @@ def crs_weights(r: np.ndarray, p: float) -> np.ndarray | None:
     return powered / total
 
 
+def consistent_weights(weights: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """`weights` with every metric dropped whose Spearman is not positive on all the pairs (rows of
+    `r`) that measured it, renormalised: a metric that helps on some corpora and hurts on others
+    gets nothing, because a new corpus may be one where it hurts. A NaN (a set the metric could
+    not score) neither keeps nor drops it. When no metric is consistent, all the weight goes to
+    the one with the best mean Spearman over the pairs (then the composite is that member)."""
+    finite = np.isfinite(r)
+    keep = (np.where(finite, r, 1.0) > 0).all(axis=0) & finite.any(axis=0)
+    w = np.where(keep & np.isfinite(weights), weights, 0.0)
+    if w.sum() > 0:
+        return w / w.sum()
+    means = np.array([np.mean(col[np.isfinite(col)]) if np.isfinite(col).any() else -np.inf for col in r.T])
+    out = np.zeros(r.shape[1])
+    out[int(np.argmax(means))] = 1.0
+    return out
+
+
 class ComposeModel(Estimator):
     """Per-quality composition of metric scores: CRS (MME-CRS eq. 1-3), plain average, or ridge.
 
@@ -123,6 +140,8 @@ class ComposeModel(Estimator):
         min_items: fewest items with a metric and a human score for a correlation to count (default 5)
         seed: seed of the item draw and the ridge cross-validation folds
         alphas: ridge penalties tried by cross-validation (default 1e-3 .. 1e3, 13 values)
+        consistent: crs/avg: keep only the metrics whose Spearman is positive on every development
+            pair of the quality (set, quality); when none is, the one with the best mean Spearman
     """
 
     kind = "compose"
@@ -130,8 +149,9 @@ class ComposeModel(Estimator):
     def __init__(self, method: Literal["crs", "avg", "ridge"] = "crs", p: float = 2.0,
                  scaling: Literal["minmax", "percentile", "none"] = "minmax",
                  clip_percentile: float = 5.0, max_items: int = 0, min_items: int = 5,
-                 seed: int = 0, alphas: Sequence[float] | None = None):
+                 seed: int = 0, alphas: Sequence[float] | None = None, consistent: bool = False):
         self.method = method
+        self.consistent = consistent
         self.p = p
         self.scaling = scaling
         self.clip_percentile = clip_percentile
@@ -249,7 +269,11 @@ class ComposeModel(Estimator):
                     if (q == POOLED or pq == q) and np.isfinite(per_pair[i]).all()]
             used.append(len(take))
             # no informative pair: the pooled weights (and uniform if nothing is informative)
-            rows.append(per_pair[take].mean(axis=0) if take else rows[0] if rows else np.full(m, 1.0 / m))
+            row = per_pair[take].mean(axis=0) if take else rows[0] if rows else np.full(m, 1.0 / m)
+            if self.consistent:
+                scope = [i for i, (_, pq) in enumerate(self.pairs_) if q == POOLED or pq == q]
+                row = consistent_weights(row, self.spearman_[scope]) if scope else (rows[0] if rows else row)
+            rows.append(row)
         self.weights_ = np.array(rows[1:] + rows[:1], dtype=float)
         self.weight_sets_ = used[1:] + used[:1]   # pairs averaged per row (0: the pooled row stands in)
 

@@ -156,6 +156,8 @@ class Compose(Metric):
             ("method", self.model.method)]
         if self.model.method == "crs":
             opts.append(("p", self.model.p))
+        if getattr(self.model, "consistent", False):
+            opts.append(("rule", "consistent"))
         opts += [("q", self.quality), ("scale", self.model.scaling),
                  ("metrics", "+".join(self.model.metrics_))]
         if self.overridden:
