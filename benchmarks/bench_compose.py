@@ -35,7 +35,7 @@ from dialeval.cli.options import add_scoring_flags, metric_options
 from dialeval.data.datasets import load_dataset
 from dialeval.data.writers import atomic_write, json_value, write_json
 from dialeval.report.tables import format_table
-from dialeval.meta.compose import POOLED, ComposeModel, DevSet, spearman
+from dialeval.metrics.compose.model import POOLED, ComposeModel, DevSet, spearman
 from dialeval.meta.compose_eval import leave_one_set_out, mean_r, paired_mean_difference
 from dialeval.metrics.registry import REGISTRY, build_metric
 from dialeval.scoring import score

@@ -29,7 +29,7 @@ def _cpu() -> float:
 
 
 def main() -> int:
-    from dialeval.models.build import ORDER, build
+    from dialeval.cli.models_build import ORDER, build
     from dialeval.models.defaults import default_model_dir
     from dialeval.models.store import files_under, sha256_of
 

@@ -32,7 +32,7 @@ QUALITY = "overall"
 
 
 def rules(p: float):
-    from dialeval.meta.compose import ComposeModel
+    from dialeval.metrics.compose.model import ComposeModel
 
     return {"crs": lambda: ComposeModel(method="crs", p=p),
             "consistent": lambda: ComposeModel(method="crs", p=p, consistent=True),
@@ -43,7 +43,7 @@ def rules(p: float):
 def main() -> None:
     from bench_compose import SETS, scored_devsets
 
-    from dialeval.meta.compose import spearman
+    from dialeval.metrics.compose.model import spearman
     from dialeval.meta.compose_eval import HeldOut, paired_mean_difference
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

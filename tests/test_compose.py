@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dialeval.errors import DialevalError
-from dialeval.meta.compose import POOLED, ComposeModel, DevSet, crs_weights
+from dialeval.metrics.compose.model import POOLED, ComposeModel, DevSet, crs_weights
 from dialeval.meta.compose_eval import leave_one_set_out, mean_r, paired_mean_difference
 
 REPO = Path(__file__).resolve().parents[1]

@@ -23,6 +23,8 @@ from dialeval.metrics.registry import REGISTRY
 
 OVERLAP = ["bleu1", "bleu2", "bleu3", "bleu4", "rouge_l", "cider_d", "cider", "meteor"]
 EMBEDDING = ["emb_average", "emb_extrema", "emb_greedy", "sent_cosine"]
+BERTSCORE = ["bertscore_p", "bertscore_r", "bertscore_f"]
+DEEP_AMFM = ["deep_am", "deep_fm", "deep_amfm"]
 LM = ["lm_coherence", "lm_fluency", "lm_coherence_raw", "lm_fluency_raw"]
 AMFM = ["am", "fm", "fm_abs", "amfm"]
 LEARNED = ["adem", "c_adem", "r_adem"]
@@ -97,7 +99,8 @@ def assert_same(plan, samples, seeds=SEEDS, tol=0.0, corpus_tol=1e-12, before_ea
 
 
 def test_every_registered_metric_is_covered():
-    assert sorted(REGISTRY) == sorted(OVERLAP + EMBEDDING + LM + AMFM + LEARNED + MME + COMPOSE + DIVERSITY)
+    assert sorted(REGISTRY) == sorted(OVERLAP + EMBEDDING + BERTSCORE + LM + DEEP_AMFM + AMFM + LEARNED + MME
+                                      + COMPOSE + DIVERSITY)
 
 
 def test_diversity_metrics_shard_exactly():
@@ -244,6 +247,21 @@ def test_lm_metrics_shard_exactly(tiny_lm):
     assert_same(make_plan(LM, lm_model=tiny_lm), make_samples(n=20), seeds=[0, 1])
 
 
+def test_deep_amfm_metrics_shard_exactly(tiny_lm):
+    pytest.importorskip("sentence_transformers")
+    from dialeval.metrics.embedding.sentence import _shared_encoder
+
+    assert_same(make_plan(DEEP_AMFM, lm_model=tiny_lm), make_samples(n=12), seeds=[0],
+                before_each=_shared_encoder.cache_clear)
+
+
+def test_bertscore_metrics_shard_exactly():
+    """idf is a first pass over every reference of the set: shards must give the same numbers."""
+    pytest.importorskip("sentence_transformers")
+    for idf in (False, True):
+        assert_same(make_plan(BERTSCORE, bertscore_idf=idf), make_samples(n=12), seeds=[0])
+
+
 @pytest.fixture(scope="module")
 def tiny_amfm(tmp_path_factory):
     from dialeval.metrics.amfm.ngram import find_lmplz
@@ -305,7 +323,7 @@ def test_mme_metrics_shard_exactly(tiny_mme):
 
 
 def test_compose_shards_exactly(tmp_path):
-    from dialeval.meta.compose import ComposeModel, DevSet
+    from dialeval.metrics.compose.model import ComposeModel, DevSet
     from dialeval.scoring import score
 
     dev_samples = make_samples(n=30, seed=4)
@@ -323,7 +341,7 @@ def test_compose_over_cider_d_shards_exactly(tmp_path):
     document frequencies): sharded, its sentence values are the unsharded ones bit for bit, and
     so are they at any --chunk-size (issue 21: 0.2193 at 1000, 0.2013 at 10 before)."""
     import dialeval
-    from dialeval.meta.compose import ComposeModel, DevSet
+    from dialeval.metrics.compose.model import ComposeModel, DevSet
     from dialeval.scoring import score
 
     dev_samples = make_samples(n=30, seed=4)

@@ -43,7 +43,7 @@ def _all_estimators() -> list[type]:
 def _compose(out):
     from test_compose import hand_sets
 
-    from dialeval.meta.compose import ComposeModel
+    from dialeval.metrics.compose.model import ComposeModel
 
     ComposeModel(method="crs", p=2).fit(hand_sets(), ["m1", "m2", "m3"]).save(out / "compose")
 

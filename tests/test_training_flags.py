@@ -14,7 +14,7 @@ from dialeval.options import docstring_options
 
 
 def _estimators():
-    from dialeval.meta.compose import ComposeModel
+    from dialeval.metrics.compose.model import ComposeModel
     from dialeval.metrics.amfm.model import AMFMModel
     from dialeval.metrics.embedding.train import Word2VecVectors
     from dialeval.metrics.learned.adem.hred import DialogueEncoder

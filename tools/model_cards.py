@@ -21,7 +21,7 @@ def notes_of(text: str) -> str:
 
 
 def main(names: list[str]) -> None:
-    from dialeval.models.build import ORDER, card_markdown
+    from dialeval.cli.models_build import ORDER, card_markdown
     from dialeval.models.defaults import default_model_dir
 
     for name in names or ORDER:

@@ -1,7 +1,7 @@
 """CLI extension: `dialeval fit compose`, fitting a composition of metrics on rated data sets.
 
 It scores every development set itself, with the same generated metric flags as `score`
-(`--amfm-model`, `--lm-model`, `--mme-model` ...), then fits `meta.compose.ComposeModel` and
+(`--amfm-model`, `--lm-model`, `--mme-model` ...), then fits `metrics.compose.model.ComposeModel` and
 writes the artifact that `dialeval score --metrics compose --compose-model DIR` uses. The
 `fit` command group is shared: a later module may add other `fit` targets to it.
 """
@@ -62,7 +62,7 @@ def recorded_options(options: dict) -> dict:
 def cmd_fit_compose(args) -> int:
     from dialeval.data.writers import json_value
     from dialeval.report.tables import format_table
-    from dialeval.meta.compose import POOLED, ComposeModel, DevSet
+    from dialeval.metrics.compose.model import POOLED, ComposeModel, DevSet
     from dialeval.scoring import score
 
     from .options import estimator_kwargs, metric_options
@@ -148,7 +148,7 @@ def add_commands(sub) -> None:
     p.add_argument("--quality", default="all",
                    help="qualities to fit weights for, comma-separated, or all (default: every rated one)")
     p.add_argument("-o", "--output", required=True, help="artifact folder to write")
-    from dialeval.meta.compose import ComposeModel
+    from dialeval.metrics.compose.model import ComposeModel
 
     from .options import add_estimator_flags
 

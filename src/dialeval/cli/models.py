@@ -30,7 +30,7 @@ def _card(folder: str) -> dict:
 
 
 def cmd_list(args) -> int:
-    from dialeval.models.build import ORDER, RECIPES, command_text
+    from dialeval.cli.models_build import ORDER, RECIPES, command_text
     from dialeval.models.defaults import default_model_dir, model_digest, models_root
 
     root = models_root()
@@ -106,7 +106,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_build(args) -> int:
-    from dialeval.models.build import build
+    from dialeval.cli.models_build import build
 
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     out = args.output

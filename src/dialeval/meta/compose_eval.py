@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .compose import ComposeModel, DevSet, spearman
+from ..metrics.compose.model import ComposeModel, DevSet, spearman
 from .correlation import bootstrap
 
 

@@ -40,7 +40,7 @@ import numpy as np
 from ....backbones import load_backbone
 from ....backbones.tuning import LowerStates as _LowerStates
 from ....backbones.tuning import TunedBackbone, by_layer, layer_tensors, tensors_id, tune_top_layers
-from .ranks import spearman
+from dialeval.stats import spearman
 
 __all__ = ["TunedMiniLM", "LowerStates", "RowTexts", "finetune_adem", "base_model", "top_vectors",
            "context_text", "max_tokens", "tensors_id", "by_layer"]

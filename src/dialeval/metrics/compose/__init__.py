@@ -1,6 +1,6 @@
 """`compose`: one score from several metrics, as a `dialeval fit compose` artifact combines them.
 
-The artifact (`meta.compose.ComposeModel`) records which metrics it composes, the options they
+The artifact (`metrics.compose.model.ComposeModel`) records which metrics it composes, the options they
 were built with when it was fitted (model folders, reference mode, tokenizer) and their
 signatures. This metric rebuilds those metrics itself, runs them on the batch and combines
 their sentence scores with the stored scaling and weights, so a user needs only
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DialevalError
-from .base import Batch, Metric, MetricOutput, mean_stats
+from ...errors import DialevalError
+from ..base import Batch, Metric, MetricOutput, mean_stats
 
 # recorded at fit time but never taken from the command line (see the module docstring)
 PINNED = ("refs_mode", "tokenizer")
@@ -50,9 +50,9 @@ class Compose(Metric):
         if not compose_model:
             raise DialevalError("metric 'compose' needs a fitted composition: --compose-model DIR "
                                 "(fit one with `dialeval fit compose`)")
-        from ..meta.compose import ComposeModel
-        from ..models.store import read_manifest
-        from .registry import REGISTRY
+        from .model import ComposeModel
+        from ...models.store import read_manifest
+        from ..registry import REGISTRY
 
         self.model_dir = os.fspath(compose_model)
         self.model = ComposeModel.load(self.model_dir)
@@ -149,7 +149,7 @@ class Compose(Metric):
                             extra={"components": parts})
 
     def signature(self):
-        from .base import Signature
+        from ..base import Signature
 
         opts: list[tuple[str, Any]] = [
             ("model", f"{os.path.basename(os.path.normpath(self.model_dir))}@{self.fingerprint}"),

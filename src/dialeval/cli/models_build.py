@@ -27,8 +27,8 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import DialevalError
-from .store import MANIFEST, write_manifest
+from dialeval.errors import DialevalError
+from dialeval.models.store import MANIFEST, write_manifest
 
 DATA_ROOT = "<data-root>"
 MODELS = "<models>"
@@ -215,7 +215,7 @@ def build(data_root: str, out_root: str, only: list[str] | None = None,
           say: Callable[[str], None] = lambda m: None) -> list[str]:
     """Train each default (in `ORDER`) into `out_root/<name>`; returns the names built. The
     defaults a recipe builds over (`after`) are read from `out_root`."""
-    from . import defaults
+    from dialeval.models import defaults
 
     names = [n for n in ORDER if only is None or n in only]
     unknown = sorted(set(only or ()) - set(RECIPES))
@@ -311,7 +311,7 @@ def headline(name: str, folder: str) -> str:
                 f"{c.get('train_pairs', 0):,} pairs); perplexity {c['reference_perplexity']:.2f} on "
                 f"{c.get('reference_pairs')} held-out train pairs (the normalisation bounds' pairs)")
     if name == "compose":
-        from ..meta.compose import ComposeModel
+        from dialeval.metrics.compose.model import ComposeModel
 
         model = ComposeModel.load(folder)
         parts = []
@@ -325,9 +325,9 @@ def headline(name: str, folder: str) -> str:
 def card_markdown(name: str, folder: str | None, notes: str = "") -> str:
     """docs/models/<name>.md: training data and its public source, licence, the command, size,
     numbers. `folder` is the built default (None: not built yet)."""
-    from ..data.datasets.sources import all_sources
-    from .defaults import model_digest
-    from .store import files_under
+    from dialeval.data.datasets.sources import all_sources
+    from dialeval.models.defaults import model_digest
+    from dialeval.models.store import files_under
 
     recipe = RECIPES[name]
     sources = {s.folder: s for s, _ in all_sources()}

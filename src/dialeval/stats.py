@@ -1,4 +1,9 @@
-"""Spearman correlation for ADEM's early stopping (stage 1 and stage 2 both read it)."""
+"""Rank correlation in numpy alone, for code below the meta-evaluation layer.
+
+ADEM's early stopping reads a validation Spearman every epoch and the composition fit reads one
+per (set, quality, metric); importing scipy.stats costs seconds, and the meta layer (which has
+the full correlation machinery, p-values and bootstrap) sits above both. Values equal
+scipy.stats.spearmanr's to rounding (average ranks for ties, Pearson of the ranks)."""
 
 from __future__ import annotations
 
@@ -21,8 +26,18 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rho of two equal-length arrays (NaN when either is constant)."""
     ra, rb = average_ranks(np.asarray(a, float)), average_ranks(np.asarray(b, float))
     ra -= ra.mean()
     rb -= rb.mean()
     den = math.sqrt(float(ra @ ra) * float(rb @ rb))
     return float(ra @ rb / den) if den > 0 else math.nan
+
+
+def spearman_finite(x: np.ndarray, y: np.ndarray, min_items: int = 5) -> float:
+    """Spearman over the items where both are finite; NaN if fewer than `min_items`."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < min_items:
+        return math.nan
+    return spearman(x[ok], y[ok])

@@ -46,8 +46,9 @@ from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import DialevalError
-from ..models.estimator import Estimator
+from ...errors import DialevalError
+from ...models.estimator import Estimator
+from ...stats import spearman_finite
 
 METHODS = ("crs", "avg", "ridge")
 SCALINGS = ("minmax", "percentile", "none")
@@ -92,12 +93,7 @@ class DevSet:
 
 def spearman(x: np.ndarray, y: np.ndarray, min_items: int = 5) -> float:
     """Spearman over the items where both are finite; NaN if fewer than `min_items` or constant."""
-    from .correlation import correlation
-
-    ok = np.isfinite(x) & np.isfinite(y)
-    if ok.sum() < min_items:
-        return math.nan
-    return correlation(x[ok], y[ok], "spearman")[0]
+    return spearman_finite(x, y, min_items)
 
 
 def crs_weights(r: np.ndarray, p: float) -> np.ndarray | None:
@@ -413,11 +409,9 @@ def _ridge_cv(x: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: Sequence
     Folds are the groups (one development set each, all its rated qualities together, so a
     set's items never sit on both sides) when there are at least two, else 5 seeded random
     folds."""
-    from ..optional import require
+    from ...optional import require
 
     Ridge = require("sklearn.linear_model", "the ridge baseline", "compose").Ridge
-
-    from .correlation import correlation
 
     uniq = np.unique(groups)
     if len(uniq) >= 2:
@@ -433,7 +427,7 @@ def _ridge_cv(x: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: Sequence
             if test.all() or not test.any():
                 continue
             model = Ridge(alpha=alpha).fit(x[~test], y[~test])
-            r = correlation(model.predict(x[test]), y[test], "spearman")[0]
+            r = spearman_finite(model.predict(x[test]), y[test], 2)
             scores.append(r if math.isfinite(r) else 0.0)
         score = float(np.mean(scores)) if scores else -math.inf
         if score > best_score + 1e-12:
