@@ -241,8 +241,9 @@ class BertScore(Metric):
             df = None
             if self.idf:
                 df = root.corpus.get(self.corpus_pass_key()) or self.corpus_pass_state(root)
-            flat = [r for rs in batch.refs for r in rs]
-            read = reader.read(list(batch.hyps) + flat)
+            # only samples with a response and a reference to match are read through the encoder
+            live = [i for i, (h, rs) in enumerate(zip(batch.hyps, batch.refs)) if h.strip() and any(r.strip() for r in rs)]
+            read = reader.read([batch.hyps[i] for i in live] + [r for i in live for r in batch.refs[i]])
             cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
             def view(text: str):
