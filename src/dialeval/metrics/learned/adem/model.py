@@ -404,11 +404,11 @@ class Adem(Estimator):
         return self
 
     def search_vectors(self, grid: Mapping[str, Sequence], C: np.ndarray, R: np.ndarray, H: np.ndarray,
-                       y: np.ndarray, lengths: np.ndarray | None = None, *, val: tuple,
-                       progress: Callable[[str], None] | None = None) -> "Adem":
+                       y: np.ndarray, lengths: np.ndarray | None = None, groups: np.ndarray | None = None, *,
+                       val: tuple, progress: Callable[[str], None] | None = None) -> "Adem":
         """Shorthand kept for the benchmark: run `vector_search` and become its best model (its
         settings included), with the table of candidates in `training_["search"]`."""
-        search = vector_search(self, grid, val, progress=progress).fit(C, R, H, y, lengths, val=val)
+        search = vector_search(self, grid, val, progress=progress).fit(C, R, H, y, lengths, groups, val=val)
         best = search.best_estimator_
         self.set_params(**search.best_params_)
         for name in best.fitted_attributes():
