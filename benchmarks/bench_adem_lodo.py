@@ -61,7 +61,27 @@ def sent_cosine(rows, txt):
     return out
 
 
-def run(spec, recipes, grid):
+def speed(specs, n):
+    """Samples/s of ADEM scoring's dominant step, encoding each sample's context, response and
+    references with the backbone (fresh texts, one process, encoders side by side)."""
+    from dialeval.metrics.learned.adem.encoders import make_encoder
+
+    rows = [r for r in pool() if r.dataset == "grade-convai2" and r.references][:n]
+    out = {}
+    for spec in specs:
+        enc = make_encoder(spec, 3)
+        enc.encode_texts(["warm up"])
+        started = time.perf_counter()
+        enc.encode_contexts([r.context for r in rows])
+        enc.encode_texts([r.response for r in rows] + [t for r in rows for t in r.references])
+        out[short(spec)] = len(rows) / (time.perf_counter() - started)
+        log(f"{short(spec)}: {out[short(spec)]:.1f} samples/s")
+    base = out[short(specs[0])]
+    for k, v in out.items():
+        print(f"| {k} | {v:.1f} | {v / base:.2f}x |")
+
+
+def run(spec, recipes, grid, suffix=""):
     from dialeval.metrics.learned.adem.data import split_by_context
     from dialeval.metrics.learned.adem.model import Adem
 
@@ -75,7 +95,7 @@ def run(spec, recipes, grid):
     base_path = os.path.join(OUT, f"{short(spec)}__sent_cosine.npz")
     np.savez(base_path, pred=sent_cosine(rows, txt), y=y, groups=groups)
     for name in recipes:
-        path = os.path.join(OUT, f"{short(spec)}__{name}.npz")
+        path = os.path.join(OUT, f"{short(spec)}__{name}{suffix}.npz")
         if os.path.exists(path):
             log(f"{path} exists; skipped")
             continue
@@ -131,7 +151,7 @@ def table(n_boot, seed=0):
         enc, name = a.split("__")
         if name == "sent_cosine":
             continue
-        for b in (f"{enc}__sent_cosine", f"{enc}__old"):
+        for b in (f"{enc}__sent_cosine", f"{enc}__old", f"{enc}__old_search"):
             if b == a or b not in runs:
                 continue
             d = paired_mean_difference(held[a] + held[b], a, b, n_boot=n_boot, seed=seed)
@@ -155,16 +175,20 @@ def main(argv=None):
     ap.add_argument("--lr", default=None, help="comma-separated lr grid (default: SEARCH_GRID's)")
     ap.add_argument("--pca", default=None, help="comma-separated PCA grid (default: SEARCH_GRID's; 0 = all)")
     ap.add_argument("--table", action="store_true")
+    ap.add_argument("--suffix", default="", help="added to the stored run's name (e.g. _search)")
+    ap.add_argument("--speed", type=int, default=0, help="time encoding N samples with --encoder (comma-separated)")
     ap.add_argument("--n-boot", type=int, default=1000)
     args = ap.parse_args(argv)
     if args.table:
         return table(args.n_boot)
+    if args.speed:
+        return speed(args.encoder.split(","), args.speed)
     grid = dict(SEARCH_GRID)
     if args.lr:
         grid["lr"] = [float(v) for v in args.lr.split(",")]
     if args.pca:
         grid["pca_dims"] = [int(v) for v in args.pca.split(",")]
-    run(args.encoder, [r for r in args.recipes.split(",") if r], grid)
+    run(args.encoder, [r for r in args.recipes.split(",") if r], grid, args.suffix)
 
 
 if __name__ == "__main__":
