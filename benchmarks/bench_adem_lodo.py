@@ -151,12 +151,14 @@ def table(n_boot, seed=0):
         enc, name = a.split("__")
         if name == "sent_cosine":
             continue
-        for b in (f"{enc}__sent_cosine", f"{enc}__old", f"{enc}__old_search"):
-            if b == a or b not in runs:
+        old = f"{enc}__old_search" if f"{enc}__old_search" in runs else f"{enc}__old"
+        for b in (f"{enc}__sent_cosine", old):
+            if b not in runs or name.startswith("old"):
                 continue
             d = paired_mean_difference(held[a] + held[b], a, b, n_boot=n_boot, seed=seed)
             lines.append(f"| {a.replace('__', ' ')} | {b.replace('__', ' ')} | {d.mean_diff:+.4f} | "
-                         f"[{d.ci_low:+.3f}, {d.ci_high:+.3f}] | {d.p:.4f} | {d.wins}/{d.pairs} |")
+                         f"[{d.ci_low:+.3f}, {d.ci_high:+.3f}] | "
+                         + (f"< {1 / n_boot:g}" if d.p == 0 else f"{d.p:.4f}") + f" | {d.wins}/{d.pairs} |")
     text = "\n".join(lines) + "\n"
     with open(os.path.join(OUT, "table.md"), "w") as handle:
         handle.write(text)
