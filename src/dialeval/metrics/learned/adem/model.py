@@ -82,6 +82,16 @@ class Adem(Estimator):
         finetune_epochs: passes over the (oversampled) training rows when fine-tuning
         finetune_minutes: stop fine-tuning after this many minutes, keeping the best validation
             state (default: no limit)
+        rank_weight: weight of a pairwise hinge loss beside the squared error, over the pairs of
+            a batch from the same rated set whose human scores differ (default 0: squared error
+            only, as the paper); rewards ordering a set's responses, which is what Spearman on
+            a new set measures, rather than matching each set's absolute scale
+        rank_margin: the hinge's margin on the 1-5 score scale
+        standardise: train on each rated set's scores standardised within the set (3 + z-score),
+            so sets whose raters used the scale differently do not pull M and N apart
+        centre: subtract the PCA mean before the bilinear terms (default, the paper's PCA); with
+            centre false and all dimensions kept, M = N = I scores cos(r^, r) + cos(r^, c) for
+            L2-normalised encoders, so training starts from (and can fall back on) sent_cosine
     """
 
     kind = KIND
@@ -92,7 +102,8 @@ class Adem(Estimator):
                  patience: int = 10, val_fraction: float = 0.15, context_turns: int = 3,
                  oversample: bool = True, max_oversample: float = 10.0, seed: int = 0,
                  finetune_layers: int = 0, finetune_lr: float = 1e-4, finetune_epochs: int = 1,
-                 finetune_minutes: float | None = None):
+                 finetune_minutes: float | None = None, rank_weight: float = 0.0, rank_margin: float = 0.5,
+                 standardise: bool = False, centre: bool = True):
         self.encoder = encoder
         self.variant = variant
         self.preset = preset
@@ -111,6 +122,10 @@ class Adem(Estimator):
         self.finetune_lr = finetune_lr
         self.finetune_epochs = finetune_epochs
         self.finetune_minutes = finetune_minutes
+        self.rank_weight = rank_weight
+        self.rank_margin = rank_margin
+        self.standardise = standardise
+        self.centre = centre
 
     # -- settings ------------------------------------------------------------------------
     def _check(self) -> None:
@@ -214,8 +229,10 @@ class Adem(Estimator):
         C, R, H = self.encode_rows(rows)
         y = np.array([r.score for r in rows], dtype=np.float64)
         lengths = np.array([len(r.response.split()) for r in rows])
+        groups = np.array([r.dataset for r in rows])
         tr, va = np.array(train_idx), np.array(val_idx)
-        return PreparedRows(rows, tr, va, (C[tr], R[tr], H[tr], y[tr], lengths[tr]), (C[va], R[va], H[va], y[va]))
+        return PreparedRows(rows, tr, va, (C[tr], R[tr], H[tr], y[tr], lengths[tr], groups[tr]),
+                            (C[va], R[va], H[va], y[va]))
 
     def finish(self, prepared: "PreparedRows", *, progress: Callable[[str], None] | None = None) -> "Adem":
         """After stage 1 on `prepared`: stage 2 when asked, then the provenance record."""
@@ -299,22 +316,28 @@ class Adem(Estimator):
         self.encoder_fingerprint_ = self.encoder_object().fingerprint()
 
     def fit_vectors(self, C: np.ndarray, R: np.ndarray, H: np.ndarray, y: np.ndarray,
-                    lengths: np.ndarray | None = None, *, val: tuple | None = None,
-                    progress: Callable[[str], None] | None = None) -> "Adem":
-        """Fit on full-size encoder vectors (the benchmark encodes once and calls this)."""
+                    lengths: np.ndarray | None = None, groups: np.ndarray | None = None, *,
+                    val: tuple | None = None, progress: Callable[[str], None] | None = None) -> "Adem":
+        """Fit on full-size encoder vectors (the benchmark encodes once and calls this);
+        `groups` names each row's rated set (for `standardise` and `rank_weight`; None: one set)."""
         self._check()
         started = time.time()
         use_c, use_r = self.variant in ("adem", "c_adem"), self.variant in ("adem", "r_adem")
+        groups = np.zeros(len(y), dtype=int) if groups is None else np.asarray(groups)
         if use_r:   # rows without a reference cannot train a variant that reads one
             keep = np.isfinite(R).all(axis=1)
-            C, R, H, y = C[keep], R[keep], H[keep], y[keep]
+            C, R, H, y, groups = C[keep], R[keep], H[keep], y[keep], groups[keep]
             lengths = lengths[keep] if lengths is not None else None
         if len(y) < 2:
             raise DialevalError(f"ADEM ({self.variant}) has {len(y)} usable training rows")
+        if self.standardise:
+            y = 3.0 + standardise_per_set(y, groups)
+        _, group_ids = np.unique(groups, return_inverse=True)
+        rank_weight, margin = float(self.rank_weight or 0.0), float(self.rank_margin)
         stack = [H] + ([C] if use_c else []) + ([R] if use_r else [])
         X = np.concatenate(stack)
         n = min(self.n_dims(), X.shape[1], X.shape[0])
-        self.pca_mean_ = X.mean(axis=0)
+        self.pca_mean_ = X.mean(axis=0) if self.centre else np.zeros(X.shape[1])
         _, _, vt = np.linalg.svd(X - self.pca_mean_, full_matrices=False)
         self.pca_components_ = vt[:n]
         c, r, h = self._project(C, R, H)
@@ -349,7 +372,11 @@ class Adem(Estimator):
                 cb, rb, hb = c[b], r[b], h[b]
                 raw = (np.einsum("ij,ij->i", cb @ M, hb) if use_c else 0.0) + \
                       (np.einsum("ij,ij->i", rb @ N, hb) if use_r else 0.0)
-                wh = ((2.0 / beta) * ((raw - alpha) / beta - y[b]))[:, None] * hb     # d loss / d raw, times h
+                d_raw = (2.0 / beta) * ((raw - alpha) / beta - y[b])                    # d loss / d raw
+                if rank_weight:
+                    d_raw = d_raw + (rank_weight / beta) * pairwise_hinge((raw - alpha) / beta, y[b],
+                                                                          group_ids[b], margin)[1]
+                wh = d_raw[:, None] * hb                                                  # times h
                 grads = [cb.T @ wh if use_c else None, rb.T @ wh if use_r else None]
                 for g, p in zip(grads, (M, N)):
                     if g is not None:
@@ -377,11 +404,11 @@ class Adem(Estimator):
         return self
 
     def search_vectors(self, grid: Mapping[str, Sequence], C: np.ndarray, R: np.ndarray, H: np.ndarray,
-                       y: np.ndarray, lengths: np.ndarray | None = None, *, val: tuple,
-                       progress: Callable[[str], None] | None = None) -> "Adem":
+                       y: np.ndarray, lengths: np.ndarray | None = None, groups: np.ndarray | None = None, *,
+                       val: tuple, progress: Callable[[str], None] | None = None) -> "Adem":
         """Shorthand kept for the benchmark: run `vector_search` and become its best model (its
         settings included), with the table of candidates in `training_["search"]`."""
-        search = vector_search(self, grid, val, progress=progress).fit(C, R, H, y, lengths, val=val)
+        search = vector_search(self, grid, val, progress=progress).fit(C, R, H, y, lengths, groups, val=val)
         best = search.best_estimator_
         self.set_params(**search.best_params_)
         for name in best.fitted_attributes():
@@ -516,6 +543,35 @@ class Adem(Estimator):
         self.tuned_layers_ = {f"encoder.layer.{i}.{k}": v for i, d in layers.items() for k, v in d.items()}
         if tensors_id(self.tuned_layers_) != str(values["weights_id_"]):
             raise DialevalError(f"{directory}/{WEIGHTS_FILE}: its tensors differ from the ones recorded at training")
+
+
+def standardise_per_set(y: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each set's scores as z-scores within the set (mean 0, population sd 1; a set whose
+    scores are all equal becomes 0): raters of different sets use the scale differently, and an
+    evaluator is judged by the order it gives inside one set."""
+    y = np.asarray(y, dtype=np.float64)
+    groups = np.asarray(groups)
+    out = np.zeros_like(y)
+    for g in np.unique(groups):
+        sel = groups == g
+        sd = y[sel].std()
+        out[sel] = (y[sel] - y[sel].mean()) / sd if sd > 0 else 0.0
+    return out
+
+
+def pairwise_hinge(s: np.ndarray, y: np.ndarray, groups: np.ndarray, margin: float) -> tuple[float, np.ndarray]:
+    """(loss, d loss / d s) of sum over pairs i, j of one group with y_i > y_j of
+    max(0, margin - (s_i - s_j)): zero once every such pair is ordered with the margin; pairs
+    across groups (sets rated on different scales) and ties in y are not compared."""
+    s = np.asarray(s, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    groups = np.asarray(groups)
+    better = (y[:, None] > y[None, :]) & (groups[:, None] == groups[None, :])
+    gap = margin - (s[:, None] - s[None, :])
+    active = better & (gap > 0)
+    loss = float(gap[active].sum())
+    grad = -active.sum(axis=1).astype(np.float64) + active.sum(axis=0)
+    return loss, grad
 
 
 class PreparedRows:
