@@ -210,19 +210,29 @@ class Metric:
         """First-pass state of one shard of an evaluated set (its references, usually)."""
         raise NotImplementedError
 
+    # A first-pass state class with `merge(other)`, `to_arrays()` and a `from_arrays(arrays)`
+    # classmethod (document frequencies, say) makes the three methods below work unchanged.
+    corpus_pass_type: ClassVar[type | None] = None
+
     def merge_corpus_pass(self, a: Any, b: Any) -> Any:
         """Merge two first-pass states; must be associative so that any sharding agrees."""
-        raise NotImplementedError
+        if self.corpus_pass_type is None:
+            raise NotImplementedError
+        return a.merge(b)
 
     def corpus_pass_arrays(self, state: Any) -> dict[str, np.ndarray]:
         """A merged first-pass state as named arrays, exactly, so that `--resume` restores it
         from the checkpoint instead of reading the input again. Optional: without it a resumed
         run redoes the first pass (same numbers, more time)."""
-        raise NotImplementedError
+        if self.corpus_pass_type is None:
+            raise NotImplementedError
+        return state.to_arrays()
 
     def corpus_pass_from_arrays(self, arrays: dict[str, np.ndarray]) -> Any:
         """The state `corpus_pass_arrays` wrote."""
-        raise NotImplementedError
+        if self.corpus_pass_type is None:
+            raise NotImplementedError
+        return self.corpus_pass_type.from_arrays(arrays)
 
     # -- shared machinery -------------------------------------------------------------------
     def signature(self) -> Signature:

@@ -172,6 +172,7 @@ class BertScore(Metric):
     """
 
     native_tokenizer = "model"
+    corpus_pass_type = DocumentFrequencies
     column = 2
     name = "bertscore_f"
     description = "BERTScore F1, best over references"
@@ -218,15 +219,6 @@ class BertScore(Metric):
                 df.counts.update(set(reader.ids(ref)))
                 df.docs += 1
         return df
-
-    def merge_corpus_pass(self, a: DocumentFrequencies, b: DocumentFrequencies) -> DocumentFrequencies:
-        return a.merge(b)
-
-    def corpus_pass_arrays(self, state: DocumentFrequencies) -> dict[str, np.ndarray]:
-        return state.to_arrays()
-
-    def corpus_pass_from_arrays(self, arrays: dict[str, np.ndarray]) -> DocumentFrequencies:
-        return DocumentFrequencies.from_arrays(arrays)
 
     # -- scoring -----------------------------------------------------------------------------
     def _weights(self, ids: list[int], df: DocumentFrequencies | None) -> np.ndarray:

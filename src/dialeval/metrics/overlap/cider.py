@@ -257,6 +257,7 @@ class Cider(Metric):
 
     native_tokenizer = "whitespace"
     state_reduction = "sum"
+    corpus_pass_type = DocumentFrequencies
 
     def __init__(self, variant: str = "d", refs_mode: str = "multi", tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=tokenizer)
@@ -287,15 +288,6 @@ class Cider(Metric):
 
     def corpus_pass_state(self, batch: Batch) -> DocumentFrequencies:
         return document_frequencies(batch, self.tokenizer)
-
-    def merge_corpus_pass(self, a: DocumentFrequencies, b: DocumentFrequencies) -> DocumentFrequencies:
-        return a.merge(b)
-
-    def corpus_pass_arrays(self, state: DocumentFrequencies) -> dict[str, np.ndarray]:
-        return state.to_arrays()
-
-    def corpus_pass_from_arrays(self, arrays: dict[str, np.ndarray]) -> DocumentFrequencies:
-        return DocumentFrequencies.from_arrays(arrays)
 
     def signature_options(self):
         opts = [("df", "corpus"), ("n", MAX_ORDER)]
