@@ -196,6 +196,39 @@ def test_plain_folder_loads_and_the_cache_is_bounded(tiny_bert, tmp_path):
     assert load_backbone(copies[-1]) is not old
 
 
+def test_reading_a_middle_layer_runs_only_the_layers_below_it(tiny_bert, tmp_path):
+    """Layer 1 of 2 comes from the cut model (layer 2 never runs), and equals the whole model's
+    hidden state 1; reading the cut first and the whole model after must not record any state twice
+    (transformers hooks the shared layers once per model object)."""
+    import shutil
+
+    torch = pytest.importorskip("torch")
+    from dialeval.backbones import load_backbone
+    from dialeval.backbones.encoding import token_states_at
+    from dialeval.backbones.layers import truncated
+
+    shutil.copytree(tiny_bert, tmp_path / "fresh")          # a model object nothing has run yet
+    bb = load_backbone(tmp_path / "fresh")
+    texts = ["hi there", "a longer sentence to read"]
+    ran = []
+    hook = bb.model.encoder.layer[1].register_forward_hook(lambda *a: ran.append(1))
+    try:
+        cut = token_states_at(bb, texts, [1])[1]
+        assert ran == []                                          # the top layer never ran
+        both = token_states_at(bb, texts, [1, 2])
+        assert ran                                                # the whole model did run it
+    finally:
+        hook.remove()
+    enc = bb.tokenizer(texts[:1], return_tensors="pt")
+    with torch.inference_mode():
+        whole = bb.model(**enc, output_hidden_states=True).hidden_states
+    assert len(whole) == 3                                        # embeddings + 2 layers, once each
+    np.testing.assert_allclose(cut[0].states, whole[1][0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(both[1][0].states, whole[1][0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(both[2][0].states, whole[2][0].numpy(), atol=1e-6)
+    assert truncated(bb.model, 2) is bb.model and len(bb.model.encoder.layer) == 2    # the full depth: as is
+
+
 def test_tuner_keeps_the_best_state_and_layers_round_trip(tiny_bert, tmp_path):
     torch = pytest.importorskip("torch")
     from dialeval.backbones import load_backbone

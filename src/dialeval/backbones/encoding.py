@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import DialevalError
 from .batching import filled, length_batches
+from .layers import truncated
 from .pooling import POOLINGS, normalize as l2_normalize, pool
 
 
@@ -116,6 +117,13 @@ def token_states_at(backbone, texts: Sequence[str], layers: Sequence[int], batch
     lengths = [len(x) for x in tokenizer(texts, truncation=True, max_length=limit)["input_ids"]]
     out: dict[int, list] = {layer: [None] * len(texts) for layer in layers}
     size = max(1, int(batch_size))
+    depth = int(getattr(backbone.model.config, "num_hidden_layers", 0) or 0)
+    for layer in layers:
+        if depth and not -(depth + 1) <= layer <= depth:
+            raise DialevalError(f"{backbone.path}: layer {layer} out of range (the model has "
+                                f"{depth} layers; 0 = embeddings)")
+    # only the layers up to the deepest one asked for are run
+    model = truncated(backbone.model, max(l % (depth + 1) for l in layers)) if depth else backbone.model
     for rows in length_batches(lengths, size):
         batch = [texts[i] for i in filled(rows, size)]
         enc = tokenizer(batch, padding=True, truncation=True, max_length=limit, return_tensors="pt",
@@ -124,12 +132,13 @@ def token_states_at(backbone, texts: Sequence[str], layers: Sequence[int], batch
         special = enc.pop("special_tokens_mask")
         enc = {k: v.to(backbone.device) for k, v in enc.items()}
         with torch.inference_mode():
-            hidden = backbone.model(**enc, output_hidden_states=True).hidden_states
+            hidden = model(**enc, output_hidden_states=True).hidden_states
             for layer in layers:
-                if not -len(hidden) <= layer < len(hidden):
+                if not -len(hidden) <= layer < len(hidden) and not depth:
                     raise DialevalError(f"{backbone.path}: layer {layer} out of range (the model has "
                                         f"{len(hidden) - 1} layers; 0 = embeddings)")
-            states = {layer: hidden[layer].float().cpu().numpy() for layer in layers}
+            states = {layer: hidden[layer % (depth + 1) if depth else layer].float().cpu().numpy()
+                      for layer in layers}
         ids = enc["input_ids"].tolist()
         spans = [[tuple(int(v) for v in o) for o in offsets[r].tolist()] for r in range(len(rows))]
         for layer in layers:

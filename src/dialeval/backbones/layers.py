@@ -48,3 +48,36 @@ def pad_states(states):
         hidden[r, :s.shape[0]] = s
         att[r, :s.shape[0]] = 1
     return hidden, att
+
+
+def truncated(model, n_layers: int):
+    """`model` cut after its first `n_layers` transformer layers, sharing every weight, so that
+    reading hidden state `n_layers` never runs the layers above it (BERTScore reads layer 4 of 6,
+    8 of 12). The copy is shallow (new module lists, the same parameters): the cached model that
+    other families share is left whole. The pooler is dropped: nothing reads it. A model without
+    an `encoder.layer` list, or a cut at its full depth or at 0 (transformers records no state for
+    an empty layer list), comes back as it is."""
+    import copy
+
+    import torch
+
+    layers = getattr(getattr(model, "encoder", None), "layer", None)
+    if not isinstance(layers, torch.nn.ModuleList) or not 1 <= n_layers < len(layers):
+        return model
+    try:        # transformers >= 5 records hidden states with hooks on the (shared) layers, installed
+        # once per model object: installed on the whole model first, the view inherits the mark
+        # instead of hooking the same layers twice (which would record every state twice)
+        from transformers.utils.output_capturing import maybe_install_capturing_hooks
+    except ImportError:
+        pass
+    else:
+        maybe_install_capturing_hooks(model)
+    view = copy.copy(model)
+    view._modules = dict(model._modules)
+    encoder = copy.copy(model.encoder)
+    encoder._modules = dict(model.encoder._modules)
+    encoder._modules["layer"] = torch.nn.ModuleList(list(layers)[:n_layers])
+    view._modules["encoder"] = encoder
+    if view._modules.get("pooler") is not None:
+        view._modules["pooler"] = None
+    return view
