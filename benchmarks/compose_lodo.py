@@ -37,7 +37,8 @@ def rules(p: float):
     return {"crs": lambda: ComposeModel(method="crs", p=p),
             "consistent": lambda: ComposeModel(method="crs", p=p, consistent=True),
             "avg": lambda: ComposeModel(method="avg"),
-            "ridge": lambda: ComposeModel(method="ridge")}
+            "ridge": lambda: ComposeModel(method="ridge"),
+            "ridge_pos": lambda: ComposeModel(method="ridge", positive=True)}
 
 
 def main() -> None:
@@ -119,6 +120,21 @@ def main() -> None:
             results["comparisons"].append(dd)
             lines.append(f"| {a} | {b} | {dd['mean_diff']:+.4f} | [{dd['ci_low']:+.4f}, {dd['ci_high']:+.4f}] | "
                          f"{dd['p']} | {dd['wins']} |")
+    # per held-out set: is the rule below the picked member by more than noise? (the paired
+    # bootstrap over that set's items, its qualities together)
+    lines += ["", "Per held-out set, rule minus picked member (mean over the set's qualities; 95% CI from "
+              "the paired bootstrap over its items; **below** marks a CI wholly under 0):", "",
+              "| held-out set | " + " | ".join(makers) + " |", "|---|" + "---|" * len(makers)]
+    results["per_set"] = {}
+    for name in dict.fromkeys(r["set"] for r in table):
+        cells = []
+        for a in makers:
+            dd = paired_mean_difference([h for h in held if h.set == name], a, "picked member",
+                                        n_boot=args.n_boot, seed=0).to_dict()
+            results["per_set"].setdefault(name, {})[a] = dd
+            below = dd["ci_high"] < 0
+            cells.append(f"{'**below** ' if below else ''}{dd['mean_diff']:+.3f} [{dd['ci_low']:+.3f}, {dd['ci_high']:+.3f}]")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(args.out, "lodo.md"), "w", encoding="utf-8") as handle:

@@ -169,6 +169,21 @@ def test_ridge_learns_signs_and_alpha_by_cv():
     assert diff.pairs == 3 and diff.wins == 3 and diff.ci_low > 0 and diff.p == 0.0
 
 
+def test_positive_ridge_never_weighs_a_member_against_the_score(tmp_path):
+    """On the same data plain ridge gives m2 (negatively related) a negative coefficient; with
+    positive=True every coefficient is >= 0, m2's is 0, m1 still carries the score, and the
+    option survives a save and load."""
+    sets = synthetic_sets()
+    model = ComposeModel(method="ridge", positive=True, alphas=[1e-3, 1e6]).fit(sets)
+    coef = model.weights_for("overall")
+    assert min(coef.values()) >= 0 and coef["m2"] == 0 and coef["m1"] > 0
+    assert model.describe()["positive"] is True
+    model.save(tmp_path / "c")
+    back = ComposeModel.load(tmp_path / "c")
+    assert back.positive is True
+    np.testing.assert_array_equal(back.predict(sets[0].scores, "overall"), model.predict(sets[0].scores, "overall"))
+
+
 def test_paired_mean_difference_matches_plain_mean():
     sets = synthetic_sets(seed=3, n=60)
     rows = leave_one_set_out(sets, {"crs": lambda: ComposeModel(p=2), "avg": lambda: ComposeModel(method="avg")},

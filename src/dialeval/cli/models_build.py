@@ -80,7 +80,7 @@ def _adem(variant: str) -> Callable[[str, str], list[str]]:
 
 def _compose(root: str, out: str) -> list[str]:
     data = [a for name, folder in COMPOSE_SETS for a in ("--data", f"{name}:{os.path.join(root, folder)}")]
-    return ["fit", "compose", "--method", "ridge", *data, "--metrics", MME_METRICS,
+    return ["fit", "compose", "--method", "ridge", "--positive", *data, "--metrics", MME_METRICS,
             "--quality", "overall", "--exclude-system", "Original Ground Truth", "--seed", "0", "-o", out]
 
 
@@ -105,9 +105,9 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
                               "--heads", "4", "--vocab-size", "4000", "--max-steps", "1200", "--threads", "1",
                               "--seed", "0", "-o", out], needs=("dailydialog",)),
     Recipe("compose", ("compose",),
-           "ridge over mme_fm, mme_rm, mme_tcm, mme_em, mme_sm_nll (the default `mme`; penalty chosen by "
-           "leave-one-set-out), fitted on the overall ratings of usr-tc, usr-pc, fed-turn and gupta; reference-free "
-           "(chosen over CRS by leave-one-dataset-out: docs/compose.md)",
+           "ridge with coefficients >= 0 over mme_fm, mme_rm, mme_tcm, mme_em, mme_sm_nll (the default `mme`; "
+           "penalty chosen by leave-one-set-out), fitted on the overall ratings of usr-tc, usr-pc, fed-turn and gupta; "
+           "reference-free (chosen over CRS and plain ridge by leave-one-dataset-out: docs/compose.md)",
            "USR, FED, Gupta et al.: see docs/datasets.md (research use)", _compose,
            needs=("usr", "fed", "dailydialog-multiref-gupta"), after=("mme",)),
 ]}

@@ -138,6 +138,9 @@ class ComposeModel(Estimator):
         alphas: ridge penalties tried by cross-validation (default 1e-3 .. 1e3, 13 values)
         consistent: crs/avg: keep only the metrics whose Spearman is positive on every development
             pair of the quality (set, quality); when none is, the one with the best mean Spearman
+        positive: ridge: coefficients held at zero or above, so that a member can add to the
+            score but never count against it (a negative weight learned on some corpora is what
+            fails to carry over to a new one: docs/compose.md)
     """
 
     kind = "compose"
@@ -145,9 +148,11 @@ class ComposeModel(Estimator):
     def __init__(self, method: Literal["crs", "avg", "ridge"] = "crs", p: float = 2.0,
                  scaling: Literal["minmax", "percentile", "none"] = "minmax",
                  clip_percentile: float = 5.0, max_items: int = 0, min_items: int = 5,
-                 seed: int = 0, alphas: Sequence[float] | None = None, consistent: bool = False):
+                 seed: int = 0, alphas: Sequence[float] | None = None, consistent: bool = False,
+                 positive: bool = False):
         self.method = method
         self.consistent = consistent
+        self.positive = positive
         self.p = p
         self.scaling = scaling
         self.clip_percentile = clip_percentile
@@ -300,7 +305,8 @@ class ComposeModel(Estimator):
                 alphas.append(alphas[0] if alphas else math.nan)
                 continue
             coef, icpt, alpha = _ridge_cv(np.concatenate(xs), np.concatenate(ys),
-                                          np.concatenate(groups), self._alphas(), self.seed)
+                                          np.concatenate(groups), self._alphas(), self.seed,
+                                          bool(self.positive))
             coefs.append(coef)
             intercepts.append(icpt)
             alphas.append(alpha)
@@ -395,6 +401,7 @@ class ComposeModel(Estimator):
             out["p"] = self.p
         out["weights"] = {q: self.weights_for(q) for q in [*self.qualities_, POOLED]}
         if self.method == "ridge":
+            out["positive"] = bool(self.positive)
             out["intercept"] = dict(zip([*self.qualities_, POOLED], self.intercept_.tolist()))
             out["alpha"] = dict(zip([*self.qualities_, POOLED], self.alpha_.tolist()))
         out["spearman"] = [{"set": d, "quality": q, **{m: float(v) for m, v in zip(self.metrics_, row)}}
@@ -403,7 +410,7 @@ class ComposeModel(Estimator):
 
 
 def _ridge_cv(x: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: Sequence[float],
-              seed: int) -> tuple[np.ndarray, float, float]:
+              seed: int, positive: bool = False) -> tuple[np.ndarray, float, float]:
     """(coef, intercept, alpha): alpha maximising the mean held-out Spearman, then a refit on all.
 
     Folds are the groups (one development set each, all its rated qualities together, so a
@@ -426,11 +433,11 @@ def _ridge_cv(x: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: Sequence
         for test in folds:
             if test.all() or not test.any():
                 continue
-            model = Ridge(alpha=alpha).fit(x[~test], y[~test])
+            model = Ridge(alpha=alpha, positive=positive).fit(x[~test], y[~test])
             r = spearman_finite(model.predict(x[test]), y[test], 2)
             scores.append(r if math.isfinite(r) else 0.0)
         score = float(np.mean(scores)) if scores else -math.inf
         if score > best_score + 1e-12:
             best_alpha, best_score = float(alpha), score
-    model = Ridge(alpha=best_alpha).fit(x, y)
+    model = Ridge(alpha=best_alpha, positive=positive).fit(x, y)
     return np.asarray(model.coef_, dtype=float), float(model.intercept_), best_alpha
