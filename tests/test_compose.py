@@ -251,6 +251,27 @@ def test_fit_and_score_through_cli(tmp_path, capsys):
     assert "compose|model:crs@" in printed and "metrics:bleu2+rouge_l" in printed
 
 
+def test_compose_ref_has_its_own_model_option(tmp_path):
+    """`compose` and `compose_ref` scored in one run, each with its own folder: each gives what
+    `compose` gives with that folder alone; and compose_ref declares that it needs references."""
+    from dialeval.cli.main import main
+    from dialeval.data.readers import read_samples
+    from dialeval.metrics.registry import metric_spec
+    from dialeval.scoring import score
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["fit", "compose", "--method", "crs", "--data", f"demo:{DEMO}", "--metrics", "bleu2,rouge_l",
+                 "--quality", "overall", "-o", str(a)]) == 0
+    assert main(["fit", "compose", "--method", "ridge", "--positive", "--data", f"demo:{DEMO}",
+                 "--metrics", "bleu1,meteor", "--quality", "overall", "-o", str(b)]) == 0
+    samples = read_samples(DEMO)
+    both = score(samples, ["compose", "compose_ref"], compose_model=str(a), compose_ref_model=str(b)).sentence
+    np.testing.assert_array_equal(both["compose"], score(samples, ["compose"], compose_model=str(a)).sentence["compose"])
+    np.testing.assert_array_equal(both["compose_ref"], score(samples, ["compose"], compose_model=str(b)).sentence["compose"])
+    assert not np.array_equal(both["compose"], both["compose_ref"])
+    assert metric_spec("compose_ref").metric_class().needs_references
+
+
 def test_compose_metric_keeps_recorded_refs_mode_and_takes_overrides(tmp_path):
     from dialeval.metrics.compose import Compose
     from dialeval.data.readers import read_samples

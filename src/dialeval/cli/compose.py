@@ -70,8 +70,11 @@ def cmd_fit_compose(args) -> int:
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     if not metrics:
         raise DialevalError("--metrics names no metric")
-    if "compose" in metrics:
-        raise DialevalError("--metrics: a composition cannot compose 'compose'")
+    from dialeval.metrics.registry import REGISTRY
+
+    nested = [m for m in metrics if m in REGISTRY and REGISTRY[m].passes_options]
+    if nested:
+        raise DialevalError(f"--metrics: a composition cannot compose {nested[0]!r}")
     # the composition's own flags (generated for the `compose` metric) are not metric options here
     options = {k: v for k, v in metric_options(args).items() if not k.startswith("compose_")}
     devsets, signatures = [], {}

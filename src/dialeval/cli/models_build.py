@@ -40,6 +40,8 @@ ADEM_SETS = [("usr-tc", "usr"), ("usr-pc", "usr"), ("grade-dailydialog", "grade"
 # development sets that rate overall quality (the reference-free composition is fitted on them)
 COMPOSE_SETS = [("usr-tc", "usr"), ("usr-pc", "usr"), ("fed-turn", "fed"),
                 ("gupta", "dailydialog-multiref-gupta")]
+# ... and the reference-based one on those of them with references
+COMPOSE_REF_SETS = [s for s in COMPOSE_SETS if s[0] != "fed-turn"]
 MME_METRICS = "mme_fm,mme_rm,mme_tcm,mme_em,mme_sm_nll"
 
 DD = "dailydialog (DailyDialog, Li et al. 2017): train split only"
@@ -78,10 +80,12 @@ def _adem(variant: str) -> Callable[[str, str], list[str]]:
     return argv
 
 
-def _compose(root: str, out: str) -> list[str]:
-    data = [a for name, folder in COMPOSE_SETS for a in ("--data", f"{name}:{os.path.join(root, folder)}")]
-    return ["fit", "compose", "--method", "ridge", "--positive", *data, "--metrics", MME_METRICS,
-            "--quality", "overall", "--exclude-system", "Original Ground Truth", "--seed", "0", "-o", out]
+def _compose(sets: list[tuple[str, str]], metrics: str) -> Callable[[str, str], list[str]]:
+    def argv(root: str, out: str) -> list[str]:
+        data = [a for name, folder in sets for a in ("--data", f"{name}:{os.path.join(root, folder)}")]
+        return ["fit", "compose", "--method", "ridge", "--positive", *data, "--metrics", metrics,
+                "--quality", "overall", "--exclude-system", "Original Ground Truth", "--seed", "0", "-o", out]
+    return argv
 
 
 RECIPES: dict[str, Recipe] = {r.name: r for r in [
@@ -108,10 +112,17 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            "ridge with coefficients >= 0 over mme_fm, mme_rm, mme_tcm, mme_em, mme_sm_nll (the default `mme`; "
            "penalty chosen by leave-one-set-out), fitted on the overall ratings of usr-tc, usr-pc, fed-turn and gupta; "
            "reference-free (chosen over CRS and plain ridge by leave-one-dataset-out: docs/compose.md)",
-           "USR, FED, Gupta et al.: see docs/datasets.md (research use)", _compose,
+           "USR, FED, Gupta et al.: see docs/datasets.md (research use)", _compose(COMPOSE_SETS, MME_METRICS),
            needs=("usr", "fed", "dailydialog-multiref-gupta"), after=("mme",)),
+    Recipe("compose_ref", ("compose_ref",),
+           "ridge with coefficients >= 0 over mme_fm, mme_rm, mme_tcm, mme_em, mme_sm_nll, sent_cosine and "
+           "bertscore_f (MiniLM), fitted on the overall ratings of the sets with references among them: usr-tc, "
+           "usr-pc and gupta (leave-one-dataset-out: docs/compose.md)",
+           "USR, Gupta et al.: see docs/datasets.md (research use)",
+           _compose(COMPOSE_REF_SETS, MME_METRICS + ",sent_cosine,bertscore_f"),
+           needs=("usr", "dailydialog-multiref-gupta"), after=("mme",)),
 ]}
-ORDER = ["amfm", "adem", "c_adem", "r_adem", "mme", "lm", "compose"]
+ORDER = ["amfm", "adem", "c_adem", "r_adem", "mme", "lm", "compose", "compose_ref"]
 
 
 def command_text(name: str) -> str:
@@ -317,7 +328,7 @@ def headline(name: str, folder: str) -> str:
         return (f"{c['parameters']:,} parameters, {c['steps']} steps ({c.get('epochs_done', 0):.2f} epoch of "
                 f"{c.get('train_pairs', 0):,} pairs); perplexity {c['reference_perplexity']:.2f} on "
                 f"{c.get('reference_pairs')} held-out train pairs (the normalisation bounds' pairs)")
-    if name == "compose":
+    if name in ("compose", "compose_ref"):
         from dialeval.metrics.compose.model import ComposeModel
 
         model = ComposeModel.load(folder)

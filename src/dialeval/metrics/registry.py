@@ -157,6 +157,10 @@ _SPECS: list[MetricSpec] = [
                "composition of other metrics (MME-CRS correlation re-scaling, average or ridge); "
                "needs --compose-model from `dialeval fit compose`", extra="compose", passes_options=True,
                default_model="compose", model_option="compose_model"),
+    MetricSpec("compose_ref", "dialeval.metrics.compose:ComposeRef", "compose",
+               "composition over reference-based and reference-free metrics (ridge over the MME "
+               "sub-metrics, sent_cosine and BERTScore F); needs references", extra="compose",
+               passes_options=True, default_model="compose_ref", model_option="compose_ref_model"),
 ]
 
 ENTRY_POINT_GROUP = "dialeval.metrics"

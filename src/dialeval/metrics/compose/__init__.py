@@ -43,12 +43,14 @@ class Compose(Metric):
     description = "composition of other metrics (MME-CRS correlation re-scaling, average or ridge)"
     needs_references = False
     native_tokenizer = "per-metric"
+    model_option = "compose_model"
 
     def __init__(self, compose_model: str | None = None, compose_quality: str | None = None,
                  refs_mode: str = "multi", tokenizer: str | None = None, **metric_options: Any):
         super().__init__(refs_mode="multi", tokenizer=None)
         if not compose_model:
-            raise DialevalError("metric 'compose' needs a fitted composition: --compose-model DIR "
+            flag = "--" + self.model_option.replace("_", "-")
+            raise DialevalError(f"metric {self.name!r} needs a fitted composition: {flag} DIR "
                                 "(fit one with `dialeval fit compose`)")
         from .model import ComposeModel
         from ...models.store import read_manifest
@@ -158,6 +160,8 @@ class Compose(Metric):
             opts.append(("p", self.model.p))
         if getattr(self.model, "consistent", False):
             opts.append(("rule", "consistent"))
+        if self.model.method == "ridge" and getattr(self.model, "positive", False):
+            opts.append(("coef", ">=0"))
         opts += [("q", self.quality), ("scale", self.model.scaling),
                  ("metrics", "+".join(self.model.metrics_))]
         if self.overridden:
@@ -165,3 +169,25 @@ class Compose(Metric):
         if self.default_model:
             opts.append(("default", self.default_model))
         return Signature(self.name, tuple(opts))
+
+
+class ComposeRef(Compose):
+    """The reference-based composition: the same machinery as `compose`, its own model option
+    and default (a pool with reference-based members such as `sent_cosine` and BERTScore), so
+    that both can be scored in one run.
+
+    Options:
+        compose_ref_model: folder written by `dialeval fit compose` over reference-based metrics
+        compose_quality: the fitted quality whose weights to use (default: the first fitted)
+    """
+
+    name = "compose_ref"
+    description = "composition of reference-based and reference-free metrics (ridge); needs references"
+    needs_references = True
+    model_option = "compose_ref_model"
+
+    def __init__(self, compose_ref_model: str | None = None, compose_quality: str | None = None,
+                 refs_mode: str = "multi", tokenizer: str | None = None, compose_model: str | None = None,
+                 **metric_options: Any):
+        # compose_model belongs to `compose`; it is taken here so it never reaches the members
+        super().__init__(compose_ref_model, compose_quality, refs_mode, tokenizer, **metric_options)
