@@ -29,7 +29,7 @@ def _cpu() -> float:
 
 
 def main() -> int:
-    from dialeval.cli.models_build import ORDER, build
+    from dialeval.cli.models_build import ORDER, RECIPES, build
     from dialeval.models.defaults import default_model_dir
     from dialeval.models.store import files_under, sha256_of
 
@@ -48,8 +48,9 @@ def main() -> int:
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
     for name in names:           # a default built over another (compose over mme) reads the shipped one
-        for dep in ("mme",) if name == "compose" and "mme" not in names else ():
-            shutil.copytree(shipped[dep], os.path.join(scratch, dep))
+        for dep in RECIPES[name].after:
+            if dep not in names and not os.path.exists(os.path.join(scratch, dep)):
+                shutil.copytree(default_model_dir(dep), os.path.join(scratch, dep))
     rows = []
     for name in names:
         wall, cpu = time.perf_counter(), _cpu()

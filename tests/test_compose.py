@@ -270,6 +270,11 @@ def test_compose_ref_has_its_own_model_option(tmp_path):
     np.testing.assert_array_equal(both["compose_ref"], score(samples, ["compose"], compose_model=str(b)).sentence["compose"])
     assert not np.array_equal(both["compose"], both["compose_ref"])
     assert metric_spec("compose_ref").metric_class().needs_references
+    # a sample without references: compose_ref gives NaN (not a score filled from development
+    # means); compose, which needs none, still scores it
+    bare = [{"context": ["hi there"], "response": "hello , how are you ?", "references": []}]
+    got = score(bare, ["compose", "compose_ref"], compose_model=str(b), compose_ref_model=str(b)).sentence
+    assert np.isnan(got["compose_ref"][0]) and np.isfinite(got["compose"][0])
 
 
 def test_compose_metric_keeps_recorded_refs_mode_and_takes_overrides(tmp_path):

@@ -1,6 +1,6 @@
 """Deep AM-FM (metrics/lm/deep_amfm.py): each half checked against a number computed another way.
 
-The LM is the shipped default `lm` (a small GPT-2 trained on DailyDialog) and the encoder the
+The LM is the shipped default `lm` (the SmolLM2 LoRA adapter) and the encoder the
 packaged all-MiniLM-L6-v2; both come with install.sh, and the tests skip without them.
 """
 

@@ -137,15 +137,24 @@ class Compose(Metric):
 
         return batch.memo(("compose-components", id(self)), compute)
 
+    def predict(self, batch: Batch, parts: dict[str, np.ndarray]) -> np.ndarray:
+        """The composite of `parts`; NaN where the composition needs references and the sample
+        has none (the model would otherwise fill the missing members with development means)."""
+        out = self.model.predict(parts, self.quality)
+        if self.needs_references:
+            without = np.array([not any(r.strip() for r in refs) for refs in batch.refs], dtype=bool)
+            out = np.where(without, np.nan, out)
+        return out
+
     def multi_stats(self, batch: Batch) -> np.ndarray:
-        return self.model.predict(self.components(batch), self.quality)[:, None]
+        return self.predict(batch, self.components(batch))[:, None]
 
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
 
     def compute(self, batch: Batch) -> MetricOutput:
         parts = self.components(batch)
-        sentence = self.model.predict(parts, self.quality)
+        sentence = self.predict(batch, parts)
         stats = mean_stats(sentence)
         return MetricOutput(self.name, sentence, stats, self.reduce(stats), self.signature(),
                             extra={"components": parts})
