@@ -215,7 +215,8 @@ class DeepFM(Metric):
 
     Options:
         lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
-        lm_batch_size: sequences per forward pass (default 32)
+        lm_batch_size: sequences per forward pass (default 4: a batch holds sequences of one
+            length, filled up with copies, so small batches waste least)
         lm_device: torch device (default cpu)
         lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
         fm_refs: FM over several references (default max, the AM-FM paper's)
@@ -225,7 +226,7 @@ class DeepFM(Metric):
     description = "Deep AM-FM fluency: causal-LM likelihood ratio, max over references"
     native_tokenizer = "lm"
 
-    def __init__(self, lm_model: str | None = None, lm_batch_size: int = 32, lm_device: str = "cpu",
+    def __init__(self, lm_model: str | None = None, lm_batch_size: int = 4, lm_device: str = "cpu",
                  lm_layout: str = "auto", fm_refs: Literal["max", "mean"] = "max", refs_mode: str = "multi",
                  tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=None)
@@ -246,7 +247,8 @@ class DeepAMFM(Metric):
 
     Options:
         lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
-        lm_batch_size: sequences per forward pass (default 32)
+        lm_batch_size: sequences per forward pass (default 4: a batch holds sequences of one
+            length, filled up with copies, so small batches waste least)
         lm_device: torch device (default cpu)
         lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
         sentence_model: local sentence-transformers model folder (default: all-MiniLM-L6-v2 from
@@ -261,7 +263,7 @@ class DeepAMFM(Metric):
     description = "Deep AM-FM: lambda * deep_am + (1 - lambda) * deep_fm, lambda 0.8"
     native_tokenizer = "model"
 
-    def __init__(self, lm_model: str | None = None, lm_batch_size: int = 32, lm_device: str = "cpu",
+    def __init__(self, lm_model: str | None = None, lm_batch_size: int = 4, lm_device: str = "cpu",
                  lm_layout: str = "auto", sentence_model: str | os.PathLike | None = None,
                  sentence_batch_size: int = 16, amfm_lambda: float = DEFAULT_LAMBDA,
                  am_refs: Literal["max", "mean", "centroid"] = "max", fm_refs: Literal["max", "mean"] = "max",

@@ -42,7 +42,7 @@ def layout(lm: LoadedLM, query: list[int] | None, response: list[int]) -> tuple[
 
 
 def mean_logprobs(lm: LoadedLM, responses: Sequence[str], queries: Sequence[str] | None = None,
-                  batch_size: int = 32) -> np.ndarray:
+                  batch_size: int = 4) -> np.ndarray:
     """(n,) mean natural-log probability per response token; NaN for an empty response."""
     resp_ids = [lm.encode(r) for r in responses]
     query_ids = [lm.encode(q) for q in queries] if queries is not None else [None] * len(responses)
@@ -52,7 +52,7 @@ def mean_logprobs(lm: LoadedLM, responses: Sequence[str], queries: Sequence[str]
 
 
 def token_logprob_sums(lm: LoadedLM, queries: Sequence[list[int] | None], responses: Sequence[list[int]],
-                       batch_size: int = 32, progress=None) -> tuple[np.ndarray, np.ndarray]:
+                       batch_size: int = 4, progress=None) -> tuple[np.ndarray, np.ndarray]:
     """Summed log-probability and count of the response tokens of each (query, response).
     `progress(done, total)` is called after each batch when given."""
     import torch

@@ -33,7 +33,8 @@ class LMScore(Metric):
     Options:
         lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
         lm_percentile: percentile of the stored reference scores used as the lower bound (default 5)
-        lm_batch_size: sequences per forward pass (default 32)
+        lm_batch_size: sequences per forward pass (default 4: a batch holds sequences of one
+            length, filled up with copies, so small batches waste least)
         lm_device: torch device (default cpu)
         lm_context_turns: context turns that form the query for lm_coherence (default 1, the paper's)
         lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
@@ -44,7 +45,7 @@ class LMScore(Metric):
     kind = "coherence"
     raw = False
 
-    def __init__(self, lm_model: str | None = None, lm_percentile: float = 5.0, lm_batch_size: int = 32,
+    def __init__(self, lm_model: str | None = None, lm_percentile: float = 5.0, lm_batch_size: int = 4,
                  lm_device: str = "cpu", lm_context_turns: int = 1, lm_layout: str = "auto", refs_mode: str = "multi",
                  tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=None)
