@@ -29,7 +29,7 @@ LM = ["lm_coherence", "lm_fluency", "lm_coherence_raw", "lm_fluency_raw"]
 AMFM = ["am", "fm", "fm_abs", "amfm"]
 LEARNED = ["adem", "c_adem", "r_adem"]
 MME = ["mme_fm", "mme_rm", "mme_tcm", "mme_em", "mme_sm_nll", "mme_sm_nce", "mme_sm_ppl"]
-COMPOSE = ["compose"]
+COMPOSE = ["compose", "compose_ref"]
 DIVERSITY = ["distinct1", "distinct2", "distinct3", "entropy1", "entropy2", "entropy3"]
 SEEDS = [0, 1, 2]
 
@@ -333,7 +333,10 @@ def test_compose_shards_exactly(tmp_path):
     result = score(dev_samples, ["bleu2", "rouge_l"])
     dev = DevSet.from_samples("toy", result.samples, result.sentence)
     ComposeModel(method="crs").fit([dev], signatures=result.signatures).save(tmp_path / "crs")
-    assert_same(make_plan(COMPOSE, compose_model=str(tmp_path / "crs")), make_samples(n=24))
+    ComposeModel(method="ridge", positive=True).fit([dev], signatures=result.signatures).save(tmp_path / "ridge")
+    # compose_ref beside it (NaN where a sample has no references: those rows too must agree)
+    assert_same(make_plan(COMPOSE, compose_model=str(tmp_path / "crs"), compose_ref_model=str(tmp_path / "ridge")),
+                make_samples(n=24))
 
 
 def test_compose_over_cider_d_shards_exactly(tmp_path):
@@ -351,14 +354,14 @@ def test_compose_over_cider_d_shards_exactly(tmp_path):
     result = score(dev_samples, ["cider_d", "bleu2"])
     dev = DevSet.from_samples("toy", result.samples, result.sentence)
     ComposeModel(method="crs").fit([dev], signatures=result.signatures).save(tmp_path / "crs")
-    plan = make_plan(COMPOSE, compose_model=str(tmp_path / "crs"))
+    plan = make_plan(["compose"], compose_model=str(tmp_path / "crs"))
     assert plan.needs_first_pass
     samples = make_samples(n=40)
     assert_same(plan, samples)
     # with cider_d beside it in the plan, the shared pass is the same state
-    assert_same(make_plan(["cider_d"] + COMPOSE, compose_model=str(tmp_path / "crs")), samples, seeds=[5])
-    whole = dialeval.score(samples, COMPOSE, compose_model=str(tmp_path / "crs"), chunk_size=1000)
-    small = dialeval.score(samples, COMPOSE, compose_model=str(tmp_path / "crs"), chunk_size=10)
+    assert_same(make_plan(["cider_d", "compose"], compose_model=str(tmp_path / "crs")), samples, seeds=[5])
+    whole = dialeval.score(samples, ["compose"], compose_model=str(tmp_path / "crs"), chunk_size=1000)
+    small = dialeval.score(samples, ["compose"], compose_model=str(tmp_path / "crs"), chunk_size=10)
     np.testing.assert_array_equal(small.sentence["compose"], whole.sentence["compose"])
     assert abs(small.corpus["compose"] - whole.corpus["compose"]) <= 1e-12
     # --resume restores the forwarded pass from the checkpoint's arrays
