@@ -122,8 +122,10 @@ def token_states_at(backbone, texts: Sequence[str], layers: Sequence[int], batch
         if depth and not -(depth + 1) <= layer <= depth:
             raise DialevalError(f"{backbone.path}: layer {layer} out of range (the model has "
                                 f"{depth} layers; 0 = embeddings)")
-    # only the layers up to the deepest one asked for are run
-    model = truncated(backbone.model, max(l % (depth + 1) for l in layers)) if depth else backbone.model
+    # hidden-state index of each layer asked for; only the layers up to the deepest one are run
+    # (a model that does not state its depth runs whole and is checked against what it returns)
+    index = {layer: layer % (depth + 1) if depth else layer for layer in layers}
+    model = truncated(backbone.model, max(index.values())) if depth else backbone.model
     for rows in length_batches(lengths, size):
         batch = [texts[i] for i in filled(rows, size)]
         enc = tokenizer(batch, padding=True, truncation=True, max_length=limit, return_tensors="pt",
@@ -133,12 +135,11 @@ def token_states_at(backbone, texts: Sequence[str], layers: Sequence[int], batch
         enc = {k: v.to(backbone.device) for k, v in enc.items()}
         with torch.inference_mode():
             hidden = model(**enc, output_hidden_states=True).hidden_states
-            for layer in layers:
-                if not -len(hidden) <= layer < len(hidden) and not depth:
+            for layer in layers if not depth else ():
+                if not -len(hidden) <= layer < len(hidden):
                     raise DialevalError(f"{backbone.path}: layer {layer} out of range (the model has "
                                         f"{len(hidden) - 1} layers; 0 = embeddings)")
-            states = {layer: hidden[layer % (depth + 1) if depth else layer].float().cpu().numpy()
-                      for layer in layers}
+            states = {layer: hidden[index[layer]].float().cpu().numpy() for layer in layers}
         ids = enc["input_ids"].tolist()
         spans = [[tuple(int(v) for v in o) for o in offsets[r].tolist()] for r in range(len(rows))]
         for layer in layers:
