@@ -19,6 +19,7 @@ a seeded generator, dropout is off, and the batches are fixed by the seed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -26,6 +27,7 @@ import random
 import shutil
 import tempfile
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
@@ -166,7 +168,8 @@ def train_lora(corpus: str, out_dir: str, base: str, config: LoraTrainConfig | N
         p.requires_grad_(False)
     peft_config = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, target_modules=list(cfg.targets),
                              lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
-    model = get_peft_model(model, peft_config)
+    with _quiet_peft():
+        model = get_peft_model(model, peft_config)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     n_params = sum(p.numel() for p in params)
@@ -301,7 +304,8 @@ def load_adapter(path: str, device: str = "cpu"):
     from peft import PeftModel
 
     try:
-        model = PeftModel.from_pretrained(model, path, is_trainable=False).merge_and_unload()
+        with _quiet_peft():
+            model = PeftModel.from_pretrained(model, path, is_trainable=False).merge_and_unload()
     except Exception as exc:  # peft raises many kinds for a bad adapter
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         raise DialevalError(f"{path}: cannot apply the LoRA adapter ({type(exc).__name__}: {first})") from None
@@ -319,3 +323,13 @@ def load_adapter(path: str, device: str = "cpu"):
                   info=info, reference=reference, fingerprint=fingerprint,
                   layout=info.get("layout", "plain"), lowercase=bool(info.get("lowercase", False)))
     return lm
+
+
+
+@contextlib.contextmanager
+def _quiet_peft():
+    """peft asks transformers' deprecated `is_gradient_checkpointing`, which warns on every
+    adapter load; the warning is about the two libraries, not about anything a user can change."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield
