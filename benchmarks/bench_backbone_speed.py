@@ -14,6 +14,7 @@ process (time.process_time), which other load on a shared machine disturbs less 
 
     python3 benchmarks/bench_backbone_speed.py --data-root $DATA --samples 20000 --refs 4
     python3 benchmarks/bench_backbone_speed.py --metrics sent_cosine,deep_am --samples 2000
+    python3 benchmarks/bench_backbone_speed.py --raw lm --metrics deep_fm --samples 300 --refs 2
 """
 
 from __future__ import annotations
@@ -42,6 +43,23 @@ if task["what"] == "raw":
     t0, w0 = time.process_time(), time.perf_counter()
     model.encode(texts, batch_size=16, convert_to_numpy=True)
     print(json.dumps({"what": "raw", "distinct_texts": len(texts), "load_cpu": load,
+                      "cpu": time.process_time() - t0, "wall": time.perf_counter() - w0}))
+elif task["what"] == "raw-lm":
+    from dialeval.metrics.lm.checkpoint import load_lm
+    from dialeval.metrics.lm.logprob import layout
+    from dialeval.models.defaults import default_model_dir
+    import torch
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    t0 = time.process_time()
+    lm = load_lm(default_model_dir("lm"))
+    load = time.process_time() - t0
+    texts = list(dict.fromkeys(t for s in samples for t in [s["response"], *s["references"]] if t.strip()))
+    seqs = [layout(lm, None, lm.encode(t))[0] for t in texts]
+    t0, w0 = time.process_time(), time.perf_counter()
+    with torch.inference_mode():
+        for seq in seqs:        # one unpadded forward pass per distinct text: no filling, no batching
+            lm.model(input_ids=torch.tensor([seq], device=lm.device)).logits
+    print(json.dumps({"what": "raw-lm", "distinct_texts": len(texts), "load_cpu": load,
                       "cpu": time.process_time() - t0, "wall": time.perf_counter() - w0}))
 else:
     from dialeval import score
@@ -100,6 +118,9 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=2000)
     ap.add_argument("--refs", type=int, default=4)
     ap.add_argument("--metrics", default="sent_cosine")
+    ap.add_argument("--raw", choices=["st", "lm"], default="st",
+                    help="the baseline: the sentence encoder's encode (st), or one forward pass of the "
+                         "default causal LM per distinct text in its fluency frame (lm; for lm_* and deep_fm)")
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args()
     if args.data_root and os.path.isdir(os.path.join(args.data_root, "dstc6-eval")):
@@ -111,7 +132,7 @@ def main() -> None:
         with open(path, "w", encoding="utf-8") as handle:
             for s in samples:
                 handle.write(json.dumps(s) + "\n")
-        rows = [run_child({"what": "raw", "samples": path})]
+        rows = [run_child({"what": "raw" if args.raw == "st" else "raw-lm", "samples": path})]
         rows += [run_child({"what": m, "samples": path}) for m in args.metrics.split(",")]
     raw = rows[0]
     print(f"{source}: {len(samples)} samples x {args.refs} references, "
