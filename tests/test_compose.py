@@ -181,6 +181,16 @@ def test_positive_ridge_never_weighs_a_member_against_the_score(tmp_path):
     model.save(tmp_path / "c")
     back = ComposeModel.load(tmp_path / "c")
     assert back.positive is True
+    # options that would do nothing under another method are refused, not ignored
+    with pytest.raises(DialevalError, match="positive applies to ridge"):
+        ComposeModel(method="crs", positive=True).fit(sets)
+    with pytest.raises(DialevalError, match="consistent rule applies to crs and avg"):
+        ComposeModel(method="ridge", consistent=True).fit(sets)
+    from dialeval.cli.main import main
+
+    assert main(["fit", "compose", "--method", "crs", "--positive", "--data", f"demo:{DEMO}",
+                 "--metrics", "bleu2", "-o", str(tmp_path / "never")]) == 2
+    assert not (tmp_path / "never").exists()
     np.testing.assert_array_equal(back.predict(sets[0].scores, "overall"), model.predict(sets[0].scores, "overall"))
 
 

@@ -77,6 +77,8 @@ def cmd_fit_compose(args) -> int:
         raise DialevalError(f"--metrics: a composition cannot compose {nested[0]!r}")
     # the composition's own flags (generated for the `compose` metric) are not metric options here
     options = {k: v for k, v in metric_options(args).items() if not k.startswith("compose_")}
+    model = ComposeModel(**estimator_kwargs(args, args._estimator_flags))
+    model.check_params()           # a bad setting is refused before the sets are scored
     devsets, signatures = [], {}
     for spec in args.data:
         name, path = parse_data_spec(spec)
@@ -91,7 +93,6 @@ def cmd_fit_compose(args) -> int:
     qualities = None
     if args.quality and args.quality != "all":
         qualities = [q.strip() for q in args.quality.split(",") if q.strip()]
-    model = ComposeModel(**estimator_kwargs(args, args._estimator_flags))
     record = recorded_options({**options, "refs_mode": args.refs_mode, "tokenizer": args.tokenize})
     model.fit(devsets, metrics, qualities, metric_options=record, signatures=signatures)
     folder = model.save(args.output)

@@ -162,7 +162,8 @@ class ComposeModel(Estimator):
         self.alphas = alphas
 
     # -- checks ------------------------------------------------------------------------------
-    def _check_params(self) -> None:
+    def check_params(self) -> None:
+        """Refuse bad settings before any data is read (the CLI calls it before scoring)."""
         if self.method not in METHODS:
             raise DialevalError(f"unknown composition method {self.method!r}; choose from {', '.join(METHODS)}")
         if self.scaling not in SCALINGS:
@@ -171,6 +172,13 @@ class ComposeModel(Estimator):
             raise DialevalError(f"CRS power p must be positive, got {self.p}")
         if not 0 <= float(self.clip_percentile) < 50:
             raise DialevalError(f"clip_percentile must lie in [0, 50), got {self.clip_percentile}")
+        # an option that would do nothing under the chosen method is refused, not ignored
+        if self.positive and self.method != "ridge":
+            raise DialevalError(f"positive applies to ridge coefficients; method {self.method!r} "
+                                "weighs with non-negative weights already")
+        if self.consistent and self.method == "ridge":
+            raise DialevalError("the consistent rule applies to crs and avg weights, not to ridge "
+                                "(use positive to keep ridge coefficients >= 0)")
 
     # -- fitting -----------------------------------------------------------------------------
     def fit(self, devsets: Sequence[DevSet], metrics: Sequence[str] | None = None,
@@ -182,7 +190,7 @@ class ComposeModel(Estimator):
         `metrics` defaults to the columns every set has; `qualities` to every quality some
         set rates. `metric_options` and `signatures` are recorded in the artifact so that the
         `compose` metric can rebuild the same metrics."""
-        self._check_params()
+        self.check_params()
         if not devsets:
             raise DialevalError("no development sets to fit the composition on")
         for name in self.fitted_attributes():      # a refit starts clean (no stale coef_ etc.)
