@@ -31,6 +31,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ..base import Batch, Metric
+from .logprob import BATCH_SIZE
 
 AM_REFS = ("max", "mean", "centroid")
 FM_REFS = ("max", "mean")
@@ -226,7 +227,7 @@ class DeepFM(Metric):
     description = "Deep AM-FM fluency: causal-LM likelihood ratio, max over references"
     native_tokenizer = "lm"
 
-    def __init__(self, lm_model: str | None = None, lm_batch_size: int = 4, lm_device: str = "cpu",
+    def __init__(self, lm_model: str | None = None, lm_batch_size: int = BATCH_SIZE, lm_device: str = "cpu",
                  lm_layout: str = "auto", fm_refs: Literal["max", "mean"] = "max", refs_mode: str = "multi",
                  tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=None)
@@ -263,7 +264,7 @@ class DeepAMFM(Metric):
     description = "Deep AM-FM: lambda * deep_am + (1 - lambda) * deep_fm, lambda 0.8"
     native_tokenizer = "model"
 
-    def __init__(self, lm_model: str | None = None, lm_batch_size: int = 4, lm_device: str = "cpu",
+    def __init__(self, lm_model: str | None = None, lm_batch_size: int = BATCH_SIZE, lm_device: str = "cpu",
                  lm_layout: str = "auto", sentence_model: str | os.PathLike | None = None,
                  sentence_batch_size: int = 16, amfm_lambda: float = DEFAULT_LAMBDA,
                  am_refs: Literal["max", "mean", "centroid"] = "max", fm_refs: Literal["max", "mean"] = "max",

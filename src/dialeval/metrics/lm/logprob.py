@@ -22,6 +22,11 @@ import numpy as np
 from ..rowwise import filled
 from .loaded import LoadedLM
 
+# Sequences per forward pass. A batch holds sequences of one length filled up with copies of its
+# first (the fixed-shape rule, backbones/batching.py), so a small batch wastes least: at 32 the
+# SmolLM2 default scored 60 USR-PC samples in 73.4 CPU s, at 4 in 11.2, the values bit for bit equal.
+BATCH_SIZE = 4
+
 
 def layout(lm: LoadedLM, query: list[int] | None, response: list[int]) -> tuple[list[int], int]:
     """(ids, index of the first response token), truncated to the model's window: the query
@@ -42,7 +47,7 @@ def layout(lm: LoadedLM, query: list[int] | None, response: list[int]) -> tuple[
 
 
 def mean_logprobs(lm: LoadedLM, responses: Sequence[str], queries: Sequence[str] | None = None,
-                  batch_size: int = 4) -> np.ndarray:
+                  batch_size: int = BATCH_SIZE) -> np.ndarray:
     """(n,) mean natural-log probability per response token; NaN for an empty response."""
     resp_ids = [lm.encode(r) for r in responses]
     query_ids = [lm.encode(q) for q in queries] if queries is not None else [None] * len(responses)
@@ -52,7 +57,7 @@ def mean_logprobs(lm: LoadedLM, responses: Sequence[str], queries: Sequence[str]
 
 
 def token_logprob_sums(lm: LoadedLM, queries: Sequence[list[int] | None], responses: Sequence[list[int]],
-                       batch_size: int = 4, progress=None) -> tuple[np.ndarray, np.ndarray]:
+                       batch_size: int = BATCH_SIZE, progress=None) -> tuple[np.ndarray, np.ndarray]:
     """Summed log-probability and count of the response tokens of each (query, response).
     `progress(done, total)` is called after each batch when given."""
     import torch

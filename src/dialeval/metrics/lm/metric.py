@@ -16,6 +16,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ..base import Batch, Metric
+from .logprob import BATCH_SIZE
 
 LM_OPTIONS = ("lm_model", "lm_percentile", "lm_batch_size", "lm_device", "lm_context_turns", "lm_layout")
 
@@ -45,7 +46,7 @@ class LMScore(Metric):
     kind = "coherence"
     raw = False
 
-    def __init__(self, lm_model: str | None = None, lm_percentile: float = 5.0, lm_batch_size: int = 4,
+    def __init__(self, lm_model: str | None = None, lm_percentile: float = 5.0, lm_batch_size: int = BATCH_SIZE,
                  lm_device: str = "cpu", lm_context_turns: int = 1, lm_layout: str = "auto", refs_mode: str = "multi",
                  tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=None)

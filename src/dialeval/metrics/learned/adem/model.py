@@ -42,7 +42,7 @@ from ....errors import DialevalError
 from ....models.estimator import Estimator
 from ...rowwise import rows_times
 from .data import RatedRow, split_by_context
-from dialeval.stats import average_ranks, spearman  # noqa: F401  (part of this module's interface)
+from ....stats import average_ranks, spearman  # noqa: F401  (part of this module's interface)
 
 KIND = "adem"
 VARIANTS = ("adem", "c_adem", "r_adem")
