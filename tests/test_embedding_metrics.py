@@ -102,11 +102,12 @@ def test_reference_modes(vecfile, cls):
     assert multi.corpus == pytest.approx(np.mean([max(s) for s in single]), abs=1e-6)
 
 
-def test_empty_hypothesis_and_no_references_give_nan(vecfile):
+def test_empty_hypothesis_scores_the_floor_and_no_references_nan(vecfile):
     out = EmbeddingAverage(word_vectors=vecfile).compute(Batch(["", "a", "b"], [["a"], [], ["", "a"]]))
-    assert math.isnan(out.sentence[0]) and math.isnan(out.sentence[1])
+    assert out.sentence[0] == -1.0             # a blank response: the bottom of the cosine scale
+    assert math.isnan(out.sentence[1])         # no reference: no score, whatever the response
     assert out.sentence[2] == pytest.approx(cos(VECS["b"], VECS["a"]), abs=1e-6)   # the empty reference is skipped
-    assert out.corpus == pytest.approx(out.sentence[2])
+    assert out.corpus == pytest.approx((out.sentence[0] + out.sentence[2]) / 2)
 
 
 def test_vector_case_option(vecfile):

@@ -92,6 +92,20 @@ def test_kill_resume_and_plain_runs_are_byte_identical(tmp_path):
 
 
 
+def test_a_resumed_run_reports_the_whole_run(tmp_path):
+    """The end-of-run lines (rows left unscored, per metric) count the shards done before the
+    kill as well: they travel in the checkpoint with the merged states."""
+    src = write_input(tmp_path / "in.jsonl")
+    common = [src, "--metrics", "bleu2,rouge_l", "--chunk-size", "25"]
+    plain = cli(*common)
+    lines = [line for line in plain.stderr.splitlines() if "rows unscored" in line]
+    assert len(lines) == 2 and "no references" in lines[0]
+    out = tmp_path / "c.jsonl"
+    cli(*common, "-o", out, env_extra={"DIALEVAL_ENGINE_KILL_AFTER_SHARD": "6"}, check=False)
+    resumed = cli(*common, "-o", out, "--resume")
+    assert [line for line in resumed.stderr.splitlines() if "rows unscored" in line] == lines
+
+
 def test_an_input_of_one_shard_saves_no_first_pass_and_resumes(tmp_path):
     # one shard: CIDEr takes its document frequencies from the shard itself, so there is no
     # first pass to save; a killed run resumes from the beginning to the same bytes

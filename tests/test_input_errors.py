@@ -137,7 +137,7 @@ def test_cli_runs_as_a_module_in_a_pipe(tmp_path):
                           capture_output=True, text=True, check=True)
     assert proc.stderr == ""
     summary = json.loads(proc.stdout)
-    assert set(summary) == {"metrics", "systems"}
+    assert set(summary) == {"metrics", "systems", "rows", "scored"}
     assert summary["metrics"]["bleu4"]["signature"].startswith("bleu4|refs:multi|tok:whitespace")
 
 

@@ -106,7 +106,15 @@ def test_out_of_vocabulary_warning_once_per_run_with_the_run_counts(tmp_path, ca
                 "references": ["the cat"]} for i in range(12)]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        out = score(samples, ["emb_average"], word_vectors=str(vectors), chunk_size=5, progress=False)
+    lost = [str(w.message) for w in caught if "left unscored" in str(w.message)]
+    assert lost == []   # a response with no known word scores the floor: it is not unscored
+    assert (out.sentence["emb_average"][::3] == -1.0).all()
+    samples = [{"system": "ab"[i % 2], "response": "the cat", "references": ["zz qq" if i % 3 == 0 else "the cat"]}
+               for i in range(12)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         score(samples, ["emb_average"], word_vectors=str(vectors), chunk_size=5, progress=False)
     lost = [str(w.message) for w in caught if "left unscored" in str(w.message)]
-    assert lost == ["emb_average: 4 sample(s) left unscored (NaN): the response or every reference has no "
+    assert lost == ["emb_average: 4 sample(s) left unscored (NaN): every reference has no "
                     "word in the vectors' vocabulary"]

@@ -60,9 +60,10 @@ def test_no_warning_for_spaced_short_or_ascii_text(text):
     assert tk.unspaced_example([text]) is None
 
 
-def test_an_empty_response_scores_nan_in_every_embedding_metric(tmp_path):
-    """The rule (docs/robustness.md): an empty or blank response, or reference, has nothing to
-    compare; its pairs score NaN and a sample is the best of its scorable pairs."""
+def test_an_empty_response_scores_the_floor_in_every_embedding_metric(tmp_path):
+    """The rule (docs/robustness.md): an empty or blank response scores the floor of the cosine
+    scale (-1); a blank reference has nothing to compare: its pairs are left out and a sample is
+    the best of its scorable pairs, NaN when none is left."""
     pytest.importorskip("sentence_transformers")
     from dialeval.metrics.embedding.defaults import default_sentence_model
 
@@ -83,7 +84,7 @@ def test_an_empty_response_scores_nan_in_every_embedding_metric(tmp_path):
     out = score(samples, metrics, word_vectors=str(vectors), progress=False)
     for m in metrics:
         s = out.sentence[m]
-        assert np.isnan(s[[0, 1, 3]]).all(), m
+        assert (s[[0, 1]] == -1.0).all() and np.isnan(s[3]), m
         assert np.isfinite(s[[2, 4]]).all() and s[4] == pytest.approx(1.0, abs=1e-5), m
     # the empty reference is ignored, not scored: sample 2 equals the same pair alone
     alone = score([{"response": "hello there", "references": ["hello here"]}], ["sent_cosine"], progress=False)

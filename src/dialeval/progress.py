@@ -114,9 +114,13 @@ def report_tallies(tallies: dict[Any, list[int]]) -> None:
             if tokens and unknown:
                 warnings.warn(f"word vectors: {unknown / tokens:.1%} of {tokens:,} tokens out of vocabulary"
                               f" (case {key[1]})", DialevalWarning, stacklevel=3)
+        elif key[0] == "script" and counts[0]:
+            warnings.warn(f"{counts[0]:,} response(s) written mostly in {key[1]} script, which "
+                          f"{', '.join(key[2])} cannot read (their models know only English): "
+                          "their scores for those rows mean little", DialevalWarning, stacklevel=3)
         elif key[0] == "unscored" and counts[0]:
-            warnings.warn(f"{key[1]}: {counts[0]:,} sample(s) left unscored (NaN): the response or every "
-                          "reference has no word in the vectors' vocabulary", DialevalWarning, stacklevel=3)
+            warnings.warn(f"{key[1]}: {counts[0]:,} sample(s) left unscored (NaN): every reference "
+                          "has no word in the vectors' vocabulary", DialevalWarning, stacklevel=3)
 
 
 def _clock(seconds: float) -> str:

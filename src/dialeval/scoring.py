@@ -41,6 +41,7 @@ class ScoreResult:
     signatures: dict[str, str]
     stats: dict[str, np.ndarray] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    scored: dict[str, dict[str, int]] = field(default_factory=dict)   # system -> metric -> scored rows
 
     def records(self) -> Iterable[dict[str, Any]]:
         """Per-sample output rows: id, system, response, references, scores, and the input's
@@ -53,6 +54,8 @@ class ScoreResult:
             "metrics": {m: {"corpus": _clean(self.corpus[m]), "signature": self.signatures[m]}
                         for m in self.metrics},
             "systems": {s: {m: _clean(v) for m, v in vals.items()} for s, vals in self.systems.items()},
+            "rows": {s: len(rows) for s, rows in group_by_system(self.samples).items()},
+            "scored": self.scored,
         }
 
     def to_pandas(self):
@@ -154,12 +157,13 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
     finally:
         engine.close()
         bar.close()
-    from .engine.merge import no_reference_note
+    from .engine.merge import no_reference_note, unscored_notes
 
     note = no_reference_note(plan, totals)
-    if note:
-        notes.append(note)
-        warnings.warn(note, DialevalNote, stacklevel=3)
+    for line in ([note] if note else []) + unscored_notes(plan, totals):
+        notes.append(line)
+        warnings.warn(line, DialevalNote, stacklevel=3)
     corpus, systems = totals.corpus_values(plan)
     return ScoreResult(samples=samples, metrics=list(plan.names), sentence=sentence, corpus=corpus,
-                       systems=systems, signatures=dict(plan.signatures), stats=stats, notes=notes)
+                       systems=systems, signatures=dict(plan.signatures), stats=stats, notes=notes,
+                       scored=totals.scored(plan))

@@ -33,6 +33,7 @@ CLI_EXTENSIONS: list[str] = [
     "dialeval.cli.mme",
     "dialeval.cli.compose",
     "dialeval.cli.models",
+    "dialeval.cli.probe",
 ]
 
 

@@ -62,9 +62,14 @@ def _methods(arg: str) -> list[str]:
 
 def _print_result(args, correlations: list[dict], comparisons: list[dict], extra: dict) -> None:
     from dialeval.data.writers import json_value
+    from dialeval.meta.evaluate import descriptive_notes
 
+    caveats = descriptive_notes(correlations, comparisons)   # too few systems: r only
+    for caveat in caveats:
+        print(f"dialeval: note: {caveat}", file=sys.stderr)
     if args.json:
-        print(json.dumps(json_value({**extra, "correlations": correlations,
+        print(json.dumps(json_value({**extra, **({"caveats": caveats} if caveats else {}),
+                                     "correlations": correlations,
                                      "comparisons": comparisons}), ensure_ascii=False))
         return
     from dialeval.report.tables import comment_lead
@@ -156,11 +161,28 @@ def _print_levels(args, extra: dict) -> None:
                            fmt=args.table_format))
 
 
+def _supported_levels(rows: list[dict], levels: list[str]) -> list[str]:
+    """`--level all`: the levels the rows support (`meta.evaluate.levels_available`, as `report`
+    skips a level it cannot compute), with one stderr note naming what was left out and why."""
+    from dialeval.meta.evaluate import DIALOGUE_ID, levels_available
+
+    have = levels_available(rows)
+    why = {"dialogue": f"not every sample has meta['{DIALOGUE_ID}']",
+           "system": "it needs 'system' on every sample and at least two systems"}
+    skipped = [lv for lv in levels if lv not in have]
+    if skipped:
+        print("dialeval: note: --level all skips " + "; ".join(f"the {lv} level ({why[lv]})" for lv in skipped),
+              file=sys.stderr)
+    return [lv for lv in levels if lv in have]
+
+
 def cmd_correlate(args) -> int:
     from dialeval.meta.evaluate import read_scores
 
     rows = read_scores(args.scores)
     levels = _levels(args.level, "turn")
+    if args.level == "all":   # every level the data supports; an explicit level stays an error
+        levels = _supported_levels(rows, levels)
     wanted = _names(args.metrics)
     if wanted:
         present = list(dict.fromkeys(m for r in rows for m in r["scores"]))

@@ -44,7 +44,7 @@ def _inputs(paths) -> dict[str, str]:
 def write_html_report(path: str, rows: list[dict], *, signatures=None, inputs=None,
                       qualities=None, system_human=None, title=None, baseline=None,
                       metrics=None, test="bs", n_resamples=None, seed=12345, n_boot=1000,
-                      comparison=None, pair_by="auto") -> None:
+                      comparison=None, pair_by="auto", probes=None) -> None:
     from dialeval.report.html import build_report, write_report
 
     report = build_report(rows, qualities=qualities, system_human=system_human,
@@ -52,6 +52,10 @@ def write_html_report(path: str, rows: list[dict], *, signatures=None, inputs=No
                           title=title or "dialeval report", baseline=baseline, test=test,
                           n_resamples=n_resamples, seed=seed, n_boot=n_boot,
                           comparison=comparison, pair_by=pair_by)
+    if probes is not None:   # `report --probes`: the behavioural probes section
+        from dialeval.report.probes import attach
+
+        attach(report, probes)
     for remark in report["remarks"]:
         print(f"dialeval: note: {remark}", file=sys.stderr)
     for warning in report["warnings"]:
@@ -167,12 +171,17 @@ def cmd_report(args) -> int:
     rows = read_scores(args.scores)
     if report_kind(args.output) != "html":
         raise DialevalError(f"-o {args.output}: the report is HTML; give a .html path")
-    write_html_report(args.output, rows, inputs=_inputs([args.scores]),
+    probes = None
+    if args.probes:
+        from dialeval.report.probes import read_probes
+
+        probes = read_probes(args.probes)
+    write_html_report(args.output, rows, inputs=_inputs([args.scores, args.probes]),
                       qualities=_names(args.human), system_human=_system_human_file(args.system_human),
                       title=args.title or f"dialeval report: {os.path.basename(args.scores)}",
                       baseline=args.baseline, metrics=_names(args.metrics),
                       test="ar" if args.paired_ar else "bs", n_resamples=args.n_resamples,
-                      seed=args.seed, n_boot=args.n_boot, pair_by=args.pair_by)
+                      seed=args.seed, n_boot=args.n_boot, pair_by=args.pair_by, probes=probes)
     return 0
 
 
@@ -223,6 +232,8 @@ def add_commands(sub) -> None:
     p.add_argument("--title", help="the report's title")
     p.add_argument("--n-boot", type=int, default=1000,
                    help="bootstrap resamples for correlation CIs (default 1000)")
+    p.add_argument("--probes", metavar="FILE", help="add a behavioural probes section from the "
+                   "JSON `dialeval probe -o` wrote")
     p.set_defaults(func=cmd_report)
 
 

@@ -21,9 +21,6 @@ import numpy as np
 from ..errors import InputError
 from .sample import Sample
 
-_KNOWN_FIELDS = {"id", "context", "response", "references", "reference", "system", "ratings", "meta"}
-
-
 STDIN = "-"
 
 
@@ -173,55 +170,245 @@ def parse_rating(value: Any, *, path=None, line=None, field=None) -> float:
                          line=line, field=field) from None
 
 
-def record_to_sample(record: Any, *, index: int, path: str | None = None,
-                     line: int | None = None) -> Sample:
-    """Validate one dict-like record (JSONL object, data-frame row, API dict) into a Sample."""
-    if not isinstance(record, dict):
-        raise InputError(f"expected a JSON object, got {type(record).__name__}", path=path, line=line)
-    if "response" not in record:
+# --------------------------------------------------------------------------- one row, every input
+#
+# Every input is read by one function, `row_to_sample`: a CSV/TSV row, a JSONL object, and a
+# dict or a pandas DataFrame row given to the Python API. So the same table gives the same
+# samples whichever form it comes in. The rules are the table's, where a cell is text and
+# structure is spelled in text:
+#
+#   response         the response; an empty cell is an empty response
+#   references       a list of strings; in a cell, a JSON list or the text of one reference
+#   reference        one reference; an empty cell is an empty reference
+#   ref1, ref2, ...  one reference each, after the above in column order; an empty cell: none
+#   context          a list of turns; as text, turns joined by "|||" (each stripped) or a JSON list
+#   id, system       text or an integer; an empty cell: not given (ids then count samples from 0)
+#   ratings          {quality: [scores]} (one score is a one-rater list)
+#   rating:<q>       the scores of quality q, ";"-separated in text; an empty cell: no score
+#   meta             an object; every other field is kept in it too
+#
+# An empty cell is "" in a table; in a DataFrame NaN or None; in a dict NaN (what pandas gives
+# for an empty cell). In a dict or a JSON object None (null) is a field not given. A DataFrame's
+# numbers are read as the text a CSV cell would hold (1.0 -> "1", as pandas reads "1" in a
+# column with blanks).
+
+RATING_PREFIX = "rating:"
+# the fields a row may have besides rating:<q> and ref<N>
+_FIELDS = frozenset({"id", "context", "response", "references", "reference", "system", "ratings", "meta"})
+# the fields of a table (CSV/TSV) header: `ratings` and `meta` objects cannot be spelled in a cell
+_TABLE_FIELDS = frozenset({"id", "context", "response", "references", "reference", "system"})
+# keys of dialeval's own output rows (`score -o`), which may be read back: never a look-alike
+_OUTPUT_FIELDS = frozenset({"scores", "stats", "signatures"})
+_FIELD_OF = {name: name for name in _FIELDS}
+_ABSENT = object()
+
+
+def is_ref_column(name: Any) -> bool:
+    """`ref1`, `ref2`, ...: one reference each."""
+    return isinstance(name, str) and name.startswith("ref") and name[3:].isdigit()
+
+
+def _is_nan(value: Any) -> bool:
+    """NaN or pandas' NA / NaT: an empty cell."""
+    return (isinstance(value, float) and value != value) or type(value).__name__ in ("NAType", "NaTType")
+
+
+def _text(value: Any, *, field: str, path, line) -> str:
+    if isinstance(value, str):
+        return value
+    raise InputError(f"expected a string, got {type(value).__name__}", path=path, line=line, field=field)
+
+
+def _json_list(text: str, *, field: str, path, line, strict: bool = True) -> list[str] | None:
+    """A JSON list of strings spelled in text. Malformed: an error in a table cell (`strict`,
+    where this is the documented spelling); None elsewhere (the text is then read as text)."""
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if not strict:
+            return None
+        raise InputError(f"malformed JSON list: {exc.msg}", path=path, line=line, field=field) from None
+    if not strict and not isinstance(parsed, list):
+        return None
+    return _as_str_list(parsed, field=field, path=path, line=line, allow_string=False)
+
+
+def _references(value: Any, *, cells: bool, path, line) -> list[str]:
+    """The `references` field: a list; text is a JSON list, or (in a cell) one reference."""
+    if value is None:
+        return []
+    if _is_nan(value):
+        value = ""
+    if isinstance(value, str):
+        if value.lstrip().startswith("["):
+            parsed = _json_list(value, field="references", path=path, line=line, strict=cells)
+            if parsed is not None:
+                return parsed
+        if cells or value == "":
+            return [value]
+        raise InputError("expected a list of strings, got a string (one reference: `reference`)",
+                         path=path, line=line, field="references")
+    return _as_str_list(value, field="references", path=path, line=line, allow_string=False)
+
+
+def _context(value: Any, *, cells: bool, path, line) -> list[str]:
+    """The `context` field: a list of turns, or text: a JSON list or turns joined by "|||"
+    (outside a table cell, text that starts with "[" but is no JSON list, such as "[laughs]
+    hi", is text)."""
+    if value is None:
+        return []
+    if _is_nan(value):
+        return []
+    if isinstance(value, str):
+        if value.strip().startswith("["):
+            parsed = _json_list(value.strip(), field="context", path=path, line=line, strict=cells)
+            if parsed is not None:
+                return parsed
+        return [t.strip() for t in value.split("|||")] if value else []
+    return _as_str_list(value, field="context", path=path, line=line, allow_string=False)
+
+
+def _rating_cell(value: Any, *, field: str, path, line) -> list[float]:
+    """A `rating:<quality>` field: scores, ";"-separated in text; empty: no score."""
+    if value is None or _is_nan(value):
+        return []
+    if isinstance(value, str):
+        items: list = value.split(";") if value != "" else []
+    elif isinstance(value, list):
+        items = value
+    else:
+        items = [value]
+    return [parse_rating(item, path=path, line=line, field=field) for item in items]
+
+
+def _name(value: Any, *, field: str, path, line) -> str | None:
+    """`id` or `system`: text or an integer; empty or not given: None."""
+    if value is None or _is_nan(value):
+        return None
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int):
+        return str(value)
+    what = "a string or integer" if field == "id" else "a string"
+    raise InputError(f"expected {what}, got {type(value).__name__}", path=path, line=line, field=field)
+
+
+def row_to_sample(row: Any, *, index: int, path: str | None = None, line: int | None = None,
+                  cells: bool = False, lookalikes: "Lookalikes | None" = None) -> Sample:
+    """The one reading of a row (see the rules above) into a validated Sample. `cells`: the
+    values are table cells (a CSV/TSV row, a DataFrame row as `frame_cells` gives it), where a
+    `references` text that is not a JSON list is one reference. `lookalikes` is told the fields
+    that are kept in meta, to warn about misspelt references, ratings and contexts."""
+    if not isinstance(row, dict):
+        raise InputError(f"expected a JSON object, got {type(row).__name__}", path=path, line=line)
+    response: Any = _ABSENT
+    references: list[str] = []
+    context: list[str] = []
+    sid = system = None
+    ratings: dict[str, list[float]] = {}
+    columns: dict[str, list[float]] = {}
+    meta: dict[str, Any] = {}
+    other: dict[Any, Any] = {}
+    for key, value in row.items():
+        field = _FIELD_OF.get(key) if type(key) is str else None
+        if field is None:
+            if is_ref_column(key):
+                if isinstance(value, str):
+                    if value:
+                        references.append(value)
+                elif value is not None and not _is_nan(value):
+                    _text(value, field=key, path=path, line=line)   # refused, located
+            elif isinstance(key, str) and key.startswith(RATING_PREFIX):
+                columns[key[len(RATING_PREFIX):]] = _rating_cell(value, field=key, path=path, line=line)
+            else:
+                other[key] = value
+        elif field == "response":
+            response = value
+        elif field == "references":
+            if type(value) is list and all(type(v) is str for v in value):   # the common case, fast
+                references.extend(value)
+            else:
+                references.extend(_references(value, cells=cells, path=path, line=line))
+        elif field == "context":
+            if type(value) is list and all(type(v) is str for v in value):
+                context = list(value)
+            else:
+                context = _context(value, cells=cells, path=path, line=line)
+        elif field == "id":
+            sid = value if type(value) is str and value else _name(value, field="id", path=path, line=line)
+        elif field == "system":
+            system = value if type(value) is str and value else _name(value, field="system", path=path,
+                                                                        line=line)
+        elif field == "reference":
+            if value is not None:
+                references.extend(_as_str_list("" if _is_nan(value) else value, field="reference",
+                                               path=path, line=line, allow_string=True))
+        elif cells and isinstance(value, str):   # `ratings`, `meta`: no object fits in a cell
+            other[key] = value
+        elif field == "ratings":
+            ratings = _as_ratings(None if _is_nan(value) else value, path=path, line=line)
+        elif value is not None and not _is_nan(value):   # meta
+            if not isinstance(value, dict):
+                raise InputError(f"expected an object, got {type(value).__name__}", path=path,
+                                 line=line, field="meta")
+            meta = {**value, **meta}
+    if response is _ABSENT or response is None:
         raise InputError("missing (every sample needs a response)", path=path, line=line,
                          field="response")
-    response = record["response"]
+    if _is_nan(response):
+        response = ""
     if not isinstance(response, str):
         raise InputError(f"expected a string, got {type(response).__name__}", path=path, line=line,
                          field="response")
-    if "references" in record:
-        references = _as_str_list(record["references"], field="references", path=path, line=line,
-                                  allow_string=False)
-    else:
-        references = _as_str_list(record.get("reference"), field="reference", path=path, line=line,
-                                  allow_string=True)
-    context = _as_str_list(record.get("context"), field="context", path=path, line=line,
-                           allow_string=True)
-    system = record.get("system")
-    if system is not None and not isinstance(system, (str, int)):
-        raise InputError(f"expected a string, got {type(system).__name__}", path=path, line=line,
-                         field="system")
-    sid = record.get("id")
-    if sid is None:
-        sid = str(index)
-    elif not isinstance(sid, (str, int)):
-        raise InputError(f"expected a string or integer, got {type(sid).__name__}", path=path,
-                         line=line, field="id")
-    meta = record.get("meta") or {}
-    if not isinstance(meta, dict):
-        raise InputError(f"expected an object, got {type(meta).__name__}", path=path, line=line,
-                         field="meta")
-    meta = dict(meta)
-    for key, value in record.items():  # unknown top-level keys are kept, not dropped
-        if key not in _KNOWN_FIELDS:
-            meta.setdefault(key, value)
-    return Sample(id=str(sid), response=response, context=context, references=references,
-                  system=None if system is None else str(system),
-                  ratings=_as_ratings(record.get("ratings"), path=path, line=line), meta=meta)
+    if columns:
+        ratings = {**ratings, **columns}
+    for key, value in other.items():   # unknown fields are kept, not dropped
+        meta.setdefault(key, value)
+    if other and lookalikes is not None:
+        lookalikes.check(other, line)
+    return Sample(id=str(index) if sid is None else sid, response=response, context=context,
+                  references=references, system=system, ratings=ratings, meta=meta)
+
+
+def record_to_sample(record: Any, *, index: int, path: str | None = None,
+                     line: int | None = None) -> Sample:
+    """Validate one dict-like record (JSONL object, API dict) into a Sample (`row_to_sample`)."""
+    return row_to_sample(record, index=index, path=path, line=line)
+
+
+def frame_cells(row: dict) -> dict:
+    """A DataFrame row as the cells a CSV reader would see: NaN, None and NA are empty cells
+    (""), numbers the text they were read from (an integral float, which is what pandas makes
+    of an integer column with blanks, without its ".0"), numpy values plain Python."""
+    out = {}
+    for key, value in row.items():
+        if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+            value = value.tolist()     # numpy scalars and arrays
+        if value is None or _is_nan(value):
+            value = ""
+        elif isinstance(value, bool):
+            value = str(value)
+        elif isinstance(value, int):
+            value = str(value)
+        elif isinstance(value, float):
+            value = str(int(value)) if value.is_integer() else repr(value)
+        out[key] = value
+    return out
 
 
 def from_records(records: Iterable[Any]) -> list[Sample]:
-    """Samples from the Python API: Samples, dicts, or a pandas DataFrame."""
+    """Samples from the Python API: Samples, dicts, or a pandas DataFrame, each row read by
+    `row_to_sample` as the CSV reader reads a row (`ref1`, `rating:<quality>`, a "|||"-joined
+    context; a DataFrame's NaN is an empty cell), so a DataFrame of a CSV file gives the samples
+    `dialeval score` gives for the file."""
     if hasattr(records, "to_dict") and hasattr(records, "columns"):  # pandas DataFrame
+        where = "<DataFrame>"
+        notes = Lookalikes(where, "column", table=False, per_process=False)
+        notes.check(list(records.columns), None)
         rows = records.to_dict(orient="records")
-        return [record_to_sample(_clean_frame_row(row), index=i, line=i + 1, path="<DataFrame row>")
+        return [row_to_sample(frame_cells(row), index=i, line=i + 1, path="<DataFrame row>", cells=True)
                 for i, row in enumerate(rows)]
+    notes = Lookalikes("<records>", "key", table=False, per_process=False)
     out = []
     for i, record in enumerate(records):
         if isinstance(record, Sample):
@@ -230,33 +417,84 @@ def from_records(records: Iterable[Any]) -> list[Sample]:
             record, changed = replace_surrogates(record)
             if changed:
                 _warn_surrogates("<record>", i + 1)
-            out.append(record_to_sample(record, index=i, path="<record>", line=i + 1))
+            out.append(row_to_sample(record, index=i, path="<record>", line=i + 1, lookalikes=notes))
     return out
 
 
-def _clean_frame_row(row: dict) -> dict:
-    """A DataFrame row as a record: NaN cells dropped, `rating:<quality>` columns read as
-    ratings (as the CSV reader reads them; `;`-separated text gives one score per annotator)."""
-    cleaned: dict[str, Any] = {}
-    ratings: dict[str, Any] = {}
-    for key, value in row.items():
-        if isinstance(value, float) and math.isnan(value):
-            if isinstance(key, str) and key.startswith("rating:"):
-                ratings[key[len("rating:"):]] = []
-            continue
-        if hasattr(value, "tolist"):
-            value = value.tolist()
-        if isinstance(key, str) and key.startswith("rating:"):
-            if isinstance(value, str):
-                value = [v for v in value.split(";")] if value.strip() else []
-            ratings[key[len("rating:"):]] = value
-            continue
-        cleaned[key] = value
-    if ratings:
-        merged = dict(cleaned.get("ratings") or {}) if isinstance(cleaned.get("ratings"), dict) else {}
-        merged.update(ratings)
-        cleaned["ratings"] = merged
-    return cleaned
+# --------------------------------------------------------------------------- misspelt fields
+
+# A field that is not one of the names above is kept in meta. When its name looks like a
+# reference, rating or context field (`reference1`, `refs`, `gold`, `rating_overall`, `score`,
+# `ctx`, `history`, ...), a misspelling would silently change the scores, so it gets one warning
+# per field and file, naming the accepted spellings.
+_ACCEPTED = {
+    "references": "references are read from `references` (a list; in a cell a JSON list or one "
+                  "reference), `reference`, or `ref1`, `ref2`, ... columns",
+    "ratings": "ratings are read from `rating:<quality>` columns (e.g. rating:overall; several "
+               "annotators ;-separated) or a `ratings` object {quality: [scores]}",
+    "context": "the context is read from `context` (a list of turns, or turns joined by ' ||| ')",
+}
+_REF_WORDS = frozenset({"gold", "golden", "target", "targets", "truth", "groundtruth", "gt",
+                        "expected", "ideal"})
+_REF_NAMES = frozenset({"humanresponse", "humanreply", "trueresponse", "originalresponse"})
+_RATING_WORDS = ("rating", "score", "human", "judg", "annot", "likert", "overall")
+_CONTEXT_WORDS = frozenset({"ctx", "context", "contexts", "history", "histories", "hist", "prompt",
+                            "prompts", "query", "queries", "prev", "previous", "conversation"})
+_WARNED_FIELDS: set[tuple[str, str]] = set()
+
+
+def lookalike(name: Any, *, table: bool = False) -> str | None:
+    """"references", "ratings" or "context" when field `name` is not read as such but looks as
+    if it was meant to be; else None (`table`: a CSV/TSV column, where `ratings` and `meta`
+    cannot be spelled)."""
+    if not isinstance(name, str):
+        return None
+    if (name in (_TABLE_FIELDS if table else _FIELDS) or name in _OUTPUT_FIELDS
+            or name.startswith(RATING_PREFIX) or is_ref_column(name)):
+        return None
+    words = re.findall(r"[a-z]+|[0-9]+", name.lower())
+    squashed = "".join(words)
+    if not words:
+        return None
+    if squashed.startswith("ref") or any(w in _REF_WORDS for w in words) or squashed in _REF_NAMES:
+        return "references"
+    if squashed.startswith(_RATING_WORDS) or any(w.startswith(_RATING_WORDS) or w == "mos" for w in words):
+        return "ratings"
+    if any(w in _CONTEXT_WORDS for w in words) or squashed in ("dialogue", "dialog"):
+        return "context"
+    return None
+
+
+class Lookalikes:
+    """Warns (a `DialevalWarning`, one line) about the fields of one input that are kept in meta
+    but look like references, ratings or a context; once per field and input (per process for
+    a file, which the engine may read twice)."""
+
+    def __init__(self, path: str, noun: str, *, table: bool, per_process: bool = True):
+        self.path, self.noun, self.table = path, noun, table
+        self.seen: set = set()
+        self.per_process = per_process
+
+    def check(self, names: Iterable[Any], line: int | None) -> None:
+        for name in names:
+            if name in self.seen:
+                continue
+            self.seen.add(name)
+            kind = lookalike(name, table=self.table)
+            if kind is None:
+                continue
+            if self.per_process:
+                if (self.path, name) in _WARNED_FIELDS:
+                    continue
+                _WARNED_FIELDS.add((self.path, name))
+            import warnings
+
+            from ..errors import DialevalWarning
+
+            where = f"{self.path}:{line}" if line is not None and self.noun == "key" else self.path
+            warnings.warn(DialevalWarning(
+                f"{where}: {self.noun} {name!r} looks like {kind} but is not read as such (it is "
+                f"kept in meta); {_ACCEPTED[kind]}"), stacklevel=2)
 
 
 # --------------------------------------------------------------------------- lone surrogates
@@ -351,26 +589,27 @@ def iter_jsonl_samples(path: str | os.PathLike) -> Iterator[Sample]:
 def _located_jsonl(path: str | os.PathLike) -> Iterator[tuple[int | None, Sample]]:
     path = os.fspath(path)
     lines = iter_text_lines(path)
+    notes = Lookalikes(path, "key", table=False)
     count = 0
     for number, text in lines:
         if not text.strip():
             continue
         if count == 0 and text.lstrip().startswith("["):
-            yield from _json_array_samples(path, number, text, lines)
+            yield from _json_array_samples(path, number, text, lines, notes)
             return
         try:
             record = _loads(text, path, number)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", path=path,
                              line=number) from None
-        yield number, record_to_sample(record, index=count, path=path, line=number)
+        yield number, row_to_sample(record, index=count, path=path, line=number, lookalikes=notes)
         count += 1
     if not count:
         raise InputError("empty input: no samples", path=path)
 
 
-def _json_array_samples(path: str, first: int, text: str,
-                        rest: Iterator[tuple[int, str]]) -> Iterator[tuple[int | None, Sample]]:
+def _json_array_samples(path: str, first: int, text: str, rest: Iterator[tuple[int, str]],
+                        notes: "Lookalikes | None" = None) -> Iterator[tuple[int | None, Sample]]:
     body = "\n".join([text] + [t for _, t in rest])
     try:
         records = _loads(body, path, None)
@@ -382,7 +621,7 @@ def _json_array_samples(path: str, first: int, text: str,
     if not records:
         raise InputError("empty input: no samples", path=path)
     for i, record in enumerate(records):
-        yield None, record_to_sample(record, index=i, path=f"{path}[{i}]", line=None)
+        yield None, row_to_sample(record, index=i, path=f"{path}[{i}]", line=None, lookalikes=notes)
 
 
 def read_jsonl(path: str | os.PathLike) -> list[Sample]:
@@ -394,12 +633,14 @@ def read_jsonl(path: str | os.PathLike) -> list[Sample]:
 # --------------------------------------------------------------------------- CSV / TSV
 
 def read_table(path: str | os.PathLike, delimiter: str | None = None) -> list[Sample]:
-    """CSV or TSV with a header row.
+    """CSV or TSV with a header row, each row read by `row_to_sample` (the rules every input
+    shares).
 
     Columns: `response` (required); `id`, `system`; `context` (turns joined by ' ||| ', or a JSON
-    list); references as `references` (a JSON list), `reference`, or several `ref*` columns;
+    list); references as `references` (a JSON list), `reference`, or `ref1`, `ref2`, ... columns;
     ratings as `rating:<quality>` columns (per-annotator scores may be `;`-separated). Any other
-    column goes into `meta`.
+    column goes into `meta`; one that looks like a misspelt reference, rating or context column
+    gets a warning.
     """
     return list(iter_table_samples(path, delimiter))
 
@@ -427,8 +668,7 @@ def _located_table(path: str | os.PathLike, delimiter: str | None = None) -> Ite
     header = [h.strip() for h in header]
     if "response" not in header:
         raise InputError("no 'response' column in the header", path=path, line=1, field="response")
-    ref_cols = [h for h in header if h in ("reference", "references") or
-                (h.startswith("ref") and h[3:].isdigit())]
+    Lookalikes(path, "column", table=True).check(header, None)
     count = 0
     try:
         for row in reader:
@@ -439,54 +679,12 @@ def _located_table(path: str | os.PathLike, delimiter: str | None = None) -> Ite
                 raise InputError(f"has {len(row)} columns, the header has {len(header)}",
                                  path=path, line=number)
             cells = dict(zip(header, row))
-            yield number, _table_row_to_sample(cells, ref_cols, index=count, path=path, line=number)
+            yield number, row_to_sample(cells, index=count, path=path, line=number, cells=True)
             count += 1
     except csv.Error as exc:
         raise InputError(f"malformed row: {exc}", path=path, line=reader.line_num) from None
     if not count:
         raise InputError("empty input: no samples after the header", path=path)
-
-
-def _table_row_to_sample(cells: dict[str, str], ref_cols: Sequence[str], *, index, path, line):
-    record: dict[str, Any] = {"response": cells["response"]}
-    refs: list[str] = []
-    for col in ref_cols:
-        value = cells[col]
-        if col == "references" and value.lstrip().startswith("["):
-            try:
-                parsed = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON list: {exc.msg}", path=path, line=line,
-                                 field=col) from None
-            refs.extend(_as_str_list(parsed, field=col, path=path, line=line, allow_string=False))
-        elif value != "" or col in ("reference", "references"):
-            refs.append(value)
-    record["references"] = refs
-    ratings: dict[str, list] = {}
-    meta: dict[str, Any] = {}
-    for col, value in cells.items():
-        if col in ref_cols or col == "response":
-            continue
-        if col == "context":
-            text = value.strip()
-            if text.startswith("["):
-                try:
-                    record["context"] = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"malformed JSON list: {exc.msg}", path=path, line=line,
-                                     field=col) from None
-            else:
-                record["context"] = [t.strip() for t in value.split("|||")] if value else []
-        elif col in ("id", "system"):
-            if value != "":
-                record[col] = value
-        elif col.startswith("rating:"):
-            ratings[col[len("rating:"):]] = [v for v in value.split(";")] if value != "" else []
-        else:
-            meta[col] = value
-    record["ratings"] = ratings
-    record["meta"] = meta
-    return record_to_sample(record, index=index, path=path, line=line)
 
 
 # --------------------------------------------------------------------------- parallel files

@@ -79,18 +79,16 @@ def run_plan(plan: Plan, shards: Shards, backend, *, corpus: dict | None = None,
             held.append(shard)
             yield shard
 
-    from ..progress import merge_tallies, report_tallies
+    from ..progress import report_tallies
 
-    tallies: dict = {}
     index = skip
     for result in backend.map(score_shard, plan, feed(), corpus, keep_stats):
         samples = held.pop(0)
         totals.add(result)
-        merge_tallies(tallies, result.extra.get("tallies"))
         if on_shard is not None:
             on_shard(index, samples, result, totals)
         index += 1
-    report_tallies(tallies)   # once per run (out-of-vocabulary words), not per shard and system
+    report_tallies(totals.tallies)   # once per run, a resumed one included (Totals keep them)
     return totals
 
 

@@ -66,6 +66,8 @@ class ShardResult:
     with_refs: int
     stats: dict[str, np.ndarray] | None = None   # per-sample statistics rows, when asked for
     extra: dict[str, Any] = field(default_factory=dict)
+    # metric -> system -> reason -> [count, first ids...]: the rows a metric left without a score
+    unscored: dict[str, dict[str, dict[str, list]]] = field(default_factory=dict)
 
 
 def score_shard(plan: Plan, samples: Sequence[Sample], corpus: dict[str, dict[Any, Any]] | None,
@@ -91,6 +93,7 @@ def _score_shard(plan: Plan, samples: Sequence[Sample], corpus: dict[str, dict[A
     stats: dict[str, np.ndarray] | None = {} if keep_stats else None
     states: dict[str, dict[str, MetricState]] = {}
     counts: dict[str, int] = {}
+    unscored: dict[str, dict[str, dict[str, list]]] = {}
     corpus = corpus or {}
     for system, rows in group_rows(samples).items():
         picked = [samples[i] for i in rows]
@@ -110,7 +113,41 @@ def _score_shard(plan: Plan, samples: Sequence[Sample], corpus: dict[str, dict[A
             # measures: n-gram types) hands its own mergeable state
             states[system][metric.name] = out.extra["state"] if "state" in out.extra else \
                 metric.partial_state(out.stats)
+            missing = np.flatnonzero(np.isnan(out.sentence))
+            if len(missing):
+                unscored.setdefault(metric.name, {})[system] = unscored_reasons(metric, batch, missing)
             tick(len(rows) / len(metrics))   # progress within the shard (this process only)
+    english = tuple(m.name for m in metrics if m.english_only)
+    if english:
+        from ..progress import tally
+        from ..text.scripts import foreign_script
+
+        for sample in samples:
+            script = foreign_script(sample.response)
+            if script is not None:
+                tally(("script", script, english), 1)
     with_refs = sum(1 for s in samples if s.references)
     return ShardResult(n=n, sentence=sentence, states=states, counts=counts, with_refs=with_refs,
-                       stats=stats)
+                       stats=stats, unscored=unscored)
+
+
+UNSCORED_IDS = 5   # ids named per (metric, system, reason)
+
+
+def unscored_reasons(metric, batch: Batch, missing: np.ndarray) -> dict[str, list]:
+    """reason -> [count, first ids] of the rows of `batch` that `metric` left NaN."""
+    from ..metrics.base import undefined_rows
+
+    no_refs = np.zeros(len(batch), dtype=bool)
+    if metric.needs_references:
+        no_refs = np.fromiter((not any(r.strip() for r in rs) for rs in batch.refs), dtype=bool, count=len(batch))
+    no_ctx = undefined_rows(metric, batch) & ~no_refs
+    out: dict[str, list] = {}
+    for i in missing.tolist():
+        reason = "no references" if no_refs[i] else "no context" if no_ctx[i] else "no value"
+        have = out.setdefault(reason, [0])
+        have[0] += 1
+        if len(have) <= UNSCORED_IDS:
+            sample = batch.samples[i] if batch.samples is not None else None
+            have.append(str(sample.id) if sample is not None and sample.id is not None else f"#{i}")
+    return out

@@ -34,7 +34,7 @@ from ..data.writers import json_value
 from ..errors import DialevalError
 from ..version import __version__
 from .checkpoint import FIRST_PASS_SUFFIX, load_checkpoint, load_first_pass, save_checkpoint, save_first_pass
-from .merge import Totals, no_reference_note
+from .merge import Totals, no_reference_note, unscored_notes
 from .plan import Plan
 from .rows import rows_text
 from .run import KeepSingleShard, gather_first_pass, run_plan
@@ -129,12 +129,14 @@ class RunSummary:
     counts: dict[str, int]
     n: int
     notes: list[str] = field(default_factory=list)
+    scored: dict[str, dict[str, int]] = field(default_factory=dict)   # system -> metric -> scored rows
 
     def summary(self) -> dict[str, Any]:
         return {"metrics": {m: {"corpus": json_value(float(self.corpus[m])), "signature": self.signatures[m]}
                             for m in self.metrics},
                 "systems": {s: {m: json_value(float(v)) for m, v in vals.items()}
-                            for s, vals in self.systems.items()}}
+                            for s, vals in self.systems.items()},
+                "rows": dict(self.counts), "scored": self.scored}
 
 
 def stats_metric_names(plan: Plan) -> list[str]:
@@ -291,6 +293,8 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
     note = no_reference_note(plan, totals)
     if note:
         notes.append(note)
+    notes.extend(unscored_notes(plan, totals))
     corpus_values, systems = totals.corpus_values(plan)
     return RunSummary(metrics=list(plan.names), corpus=corpus_values, systems=systems,
-                      signatures=dict(plan.signatures), counts=dict(totals.counts), n=totals.n, notes=notes)
+                      signatures=dict(plan.signatures), counts=dict(totals.counts), n=totals.n, notes=notes,
+                      scored=totals.scored(plan))

@@ -30,6 +30,7 @@ METHODS = ("pearson", "spearman", "kendall")
 LEVELS = ("turn", "dialogue", "system")
 MIN_POINTS = 5  # fewer points than this and a correlation says little; we warn
 _CHUNK_ELEMENTS = 2_000_000  # resampled values per bootstrap chunk
+_EXACT_FLOOR_MAX_N = 20     # 2/n! floor on rank p-values; 2/21! < 1e-19, below any printed p
 
 
 class FewPointsWarning(UserWarning):
@@ -58,7 +59,10 @@ def _check_method(method: str) -> None:
 
 
 def correlation(x: Sequence[float], y: Sequence[float], method: str = "pearson") -> tuple[float, float]:
-    """(r, two-sided p) as scipy computes them; Kendall is tau-b. NaN when undefined."""
+    """(r, two-sided p) as scipy computes them; Kendall is tau-b. NaN when undefined.
+
+    Spearman and Kendall p-values are floored at 2/n!, the smallest p their exact permutation
+    null allows on n points (it matters only for a handful of points: systems)."""
     from scipy import stats
 
     _check_method(method)
@@ -74,7 +78,12 @@ def correlation(x: Sequence[float], y: Sequence[float], method: str = "pearson")
             res = stats.spearmanr(x, y)
         else:
             res = stats.kendalltau(x, y, variant="b")
-    return float(res.statistic), float(res.pvalue)
+    p = float(res.pvalue)
+    if method != "pearson" and len(x) <= _EXACT_FLOOR_MAX_N and math.isfinite(p):
+        # a rank correlation's exact null is the n! permutations: no p below 2/n! (scipy's
+        # Spearman t approximation gives 0 for a perfect ranking of 3 systems; exact is 1/3)
+        p = max(p, 2.0 / math.factorial(len(x)))
+    return float(res.statistic), p
 
 
 def rowwise(x: np.ndarray, y: np.ndarray, method: str) -> np.ndarray:

@@ -132,8 +132,28 @@ def correlation_rows(values: dict[str, np.ndarray], human: np.ndarray, *, qualit
                 if warn is not None and issubclass(w.category, FewPointsWarning):
                     warn(f"{metric}, {quality}: {w.message}")
             for c in results:
-                rows.append({"metric": metric, "quality": quality, **c.to_dict()})
+                row = {"metric": metric, "quality": quality, **c.to_dict()}
+                rows.append(flag_descriptive(row) if level == "system" else row)
     return rows
+
+
+def flag_descriptive(row: dict, n_systems: int | None = None) -> dict:
+    """Mark a system-level row `descriptive_only` (with `descriptive_reason`) when it rests on
+    fewer than `system_level.MIN_SYSTEMS` systems: the tables then print its r but no p, CI or
+    test (the numbers stay in the row for JSON readers, beside the flag)."""
+    from .system_level import descriptive_reason
+
+    why = descriptive_reason(row["n"] if n_systems is None else n_systems)
+    row["descriptive_only"] = why is not None
+    if why is not None:
+        row["descriptive_reason"] = why
+    return row
+
+
+def descriptive_notes(*groups: Sequence[dict]) -> list[str]:
+    """The distinct `descriptive_reason`s of some rows, in order: one caveat line each."""
+    return list(dict.fromkeys(r["descriptive_reason"] for rows in groups for r in rows
+                              if r.get("descriptive_only")))
 
 
 def comparison_rows(values: dict[str, np.ndarray], human: np.ndarray, *, quality: str,
@@ -156,7 +176,8 @@ def comparison_rows(values: dict[str, np.ndarray], human: np.ndarray, *, quality
         c = one(a, b)
         if math.isfinite(c.r_b) and (not math.isfinite(c.r_a) or c.r_b > c.r_a):
             c = one(b, a)
-        rows.append({"quality": quality, **c.to_dict()})
+        row = {"quality": quality, **c.to_dict()}
+        rows.append(flag_descriptive(row) if level == "system" else row)
     return rows
 
 
@@ -178,9 +199,10 @@ def system_level_rows(system_values: dict[str, dict[str, float]],
         x = np.array([system_values[s][m] for s in names])
         for method in methods:
             r, p = correlation(x, y, method)
-            rows.append({"metric": m, "quality": quality, "method": method, "r": r, "p": p,
-                         "n": len(names), "ci_low": math.nan, "ci_high": math.nan,
-                         "level": "system", "n_boot": 0, "seed": None})
+            rows.append(flag_descriptive({"metric": m, "quality": quality, "method": method,
+                                          "r": r, "p": p, "n": len(names), "ci_low": math.nan,
+                                          "ci_high": math.nan, "level": "system", "n_boot": 0,
+                                          "seed": None}))
     return rows
 
 
@@ -277,4 +299,5 @@ def evaluate_scored(dataset, result, *, qualities: Sequence[str] | None = None,
 
 
 __all__ = ["Evaluation", "load_rated", "evaluate_dataset", "evaluate_scored", "read_scores", "columns", "correlation_rows", "comparison_rows", "system_level_rows",
+           "flag_descriptive", "descriptive_notes",
            "level_points", "levels_available"]

@@ -26,6 +26,33 @@ from .correlation import (MIN_POINTS, _CHUNK_ELEMENTS, Correlation, FewPointsWar
 from .significance import Comparison, williams_on_points
 from .systems import Measure
 
+MIN_SYSTEMS = 5
+"""Below this many systems a system-level correlation is *descriptive only*: its r is printed,
+but no p-value, no CI and no significance or "top group" mark.
+
+Why 5. The systems are the sample: with n of them there are n! rankings, equally likely under
+"no relation", so the smallest two-sided permutation p of Spearman's rho or Kendall's tau is
+2/n!: 1 at n = 2, 0.33 at n = 3, 0.083 at n = 4, 0.017 at n = 5, 0.0028 at n = 6. Below 5
+systems no rank test can reach p < 0.05 at all, whatever the scores; from 5 on it can (not
+p < 0.01 until 6). scipy's Spearman p is a t approximation that ignores this (a perfect ranking
+of 3 systems gets p = 0); Pearson's t-test at n = 3 has 1 degree of freedom and rests wholly on
+normality; Williams' test needs n > 3; and a bootstrap over 3 or 4 systems redraws the same few
+points, so its CI collapses (`[1.0000, 1.0000]`).
+"""
+
+
+def descriptive_reason(n_systems: int) -> str | None:
+    """Why a system-level correlation over `n_systems` systems is descriptive only (a caveat
+    line for the CLI and the report), or None from `MIN_SYSTEMS` systems on."""
+    if n_systems >= MIN_SYSTEMS:
+        return None
+    bound = 2 / math.factorial(max(n_systems, 1))
+    return (f"system level: only {n_systems} system{'s' if n_systems != 1 else ''}: descriptive "
+            f"only, no test can reach significance (the smallest two-sided rank p over "
+            f"{n_systems} systems is 2/{n_systems}! = {min(bound, 1.0):.2g}; p < 0.05 needs at least "
+            f"{MIN_SYSTEMS} systems), so r is shown without p, CI or marks")
+
+
 DEFINITION = ("system level: each system's corpus score, as `dialeval score` prints it (corpus "
               "BLEU/METEOR from summed statistics, the mean of sentence scores for the other "
               "metrics), against the mean of its items' human ratings")
@@ -139,4 +166,4 @@ def compare_system_level(measure_a: Measure, measure_b: Measure, human: Sequence
                       seed=seed)
 
 
-__all__ = ["DEFINITION", "system_points", "correlate_systems", "compare_system_level"]
+__all__ = ["DEFINITION", "MIN_SYSTEMS", "descriptive_reason", "system_points", "correlate_systems", "compare_system_level"]

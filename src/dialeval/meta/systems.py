@@ -255,6 +255,13 @@ class Measure:
         return float(self.reduce(self.stats[idx].sum(axis=0, keepdims=True))[0])
 
 
+def scored_mask(measure: "Measure", idx: np.ndarray) -> np.ndarray:
+    """Which of the rows `idx` have a score (a statistics row that is not all zeros, or a mean
+    row whose count is 1)."""
+    rows = measure.stats[idx]
+    return rows.any(axis=1) if measure.kind == "corpus-stats" else rows[:, 1] > 0
+
+
 def _mean_reduce(total: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total[:, 1] > 0, total[:, 0] / np.where(total[:, 1] > 0, total[:, 1], 1),
@@ -539,8 +546,7 @@ def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = Non
     for name, measure in measures.items():
         for s in systems:
             idx = own_idx[s]
-            valid = measure.stats[idx].any(axis=1) if measure.kind == "corpus-stats" else \
-                measure.stats[idx, 1] > 0
+            valid = scored_mask(measure, idx)
             score = measure.score(idx)
             if aligned:
                 boot = resampled_scores(measure, idx_of[s], counts(n_common, ci_n))
@@ -573,27 +579,38 @@ def compare_systems(rows: Sequence[dict], *, metrics: Sequence[str] | None = Non
             cmp.warnings.append(lost)
         limited: dict[str, float] = {}
         for name, measure in measures.items():
-            if n_pair == 0:
+            xa, xb, m = ia, ib, n_pair
+            if n_pair:   # a paired test compares the items both systems have a score for
+                both = scored_mask(measure, ia) & scored_mask(measure, ib)
+                if not both.all():
+                    xa, xb, m = ia[both], ib[both], int(both.sum())
+                    uneven = (f"{name}: {b} vs {a}: the two systems have scores for different items; "
+                              f"the delta and test use the {m} of {n_pair} paired items both have "
+                              f"({int((~scored_mask(measure, ia)).sum())} unscored in {a}, "
+                              f"{int((~scored_mask(measure, ib)).sum())} in {b})")
+                    cmp.notes.append(uneven)
+                    cmp.warnings.append(uneven)
+            if m == 0:
                 sa = sb = p = p_min = math.nan
             else:
-                sa, sb = measure.score(ia), measure.score(ib)
-                differing = int(np.any(measure.stats[ia] != measure.stats[ib], axis=1).sum())
+                sa, sb = measure.score(xa), measure.score(xb)
+                differing = int(np.any(measure.stats[xa] != measure.stats[xb], axis=1).sum())
                 p_min = min_attainable_p(differing, n_resamples)
                 if not (math.isfinite(sa) and math.isfinite(sb)):
                     p = math.nan
                 elif test == "bs":
-                    c = counts(n_pair, n_resamples)
-                    reuse = same_as_aligned and ci_n == n_resamples
+                    c = counts(m, n_resamples)
+                    reuse = same_as_aligned and m == n_pair and ci_n == n_resamples
                     ra = resampled.get((name, a)) if reuse else None
                     rb = resampled.get((name, b)) if reuse else None
-                    ra = ra if ra is not None else resampled_scores(measure, ia, c)
-                    rb = rb if rb is not None else resampled_scores(measure, ib, c)
+                    ra = ra if ra is not None else resampled_scores(measure, xa, c)
+                    rb = rb if rb is not None else resampled_scores(measure, xb, c)
                     p = paired_bootstrap_p(ra, rb, sb - sa)
                 else:
-                    p = approximate_randomization_p(measure, ia, measure, ib, selectors(n_pair))
+                    p = approximate_randomization_p(measure, xa, measure, xb, selectors(m))
                 if math.isfinite(p) and p < 0.05 and p_min >= 0.01:
                     limited[name] = p_min
-            fields = {"delta": sb - sa, "p": p, "n_paired": n_pair, "p_min": p_min,
+            fields = {"delta": sb - sa, "p": p, "n_paired": m, "p_min": p_min,
                       "mark": significance_mark(p, p_min)}
             if baseline is not None:
                 by_key[(name, b)].update(fields)

@@ -30,7 +30,15 @@ How state reduces is declared per metric, with defaults that keep every subclass
   lets `--resume` restore the pass from the checkpoint instead of redoing it.
 
 A sample without references has no reference-based score: its sentence value is NaN and it
-adds nothing to the corpus value, for every metric with `needs_references`.
+adds nothing to the corpus value, for every metric with `needs_references` (and likewise a
+sample without context for a metric with `needs_context`).
+
+A **blank response** (empty or whitespace only) is never NaN: it scores the low end of the
+metric's scale (`Metric.floor()`, from the declared `score_range`), so that a system cannot raise its
+mean by answering nothing where a model has no opinion (docs/robustness.md). `compute` applies
+that rule to what `compute_batch` (the metric's own computation) gives; metrics whose own
+statistics already give the floor (the word-overlap family) are left as they are, which a test
+checks for every registered metric.
 """
 
 from __future__ import annotations
@@ -178,6 +186,16 @@ class Metric:
     state_reduction: ClassVar[str | None] = None
     # `name@hash` of the shipped default model it was built with (set by the registry), or None
     default_model: str | None = None
+    # a sample without context has no score (NaN), as one without references for needs_references
+    needs_context: ClassVar[bool] = False
+    # (low, high) of the sentence score, None for an end without a bound; `floor()` (what a blank
+    # response scores) is the low end. A metric with an unbounded low end overrides `floor()`.
+    score_range: ClassVar[tuple[float | None, float | None] | None] = None
+    # the model only knows English text: a response in another script gets a warning (once a run)
+    english_only: ClassVar[bool] = False
+    # its own computation already gives a blank response its floor (a composition of metrics
+    # that do): the rule leaves it alone, so its values stay independent of batch shapes
+    floor_is_native: ClassVar[bool] = False
 
     def __init__(self, refs_mode: Literal["multi", "max", "mean"] = "multi", tokenizer: str | None = None):
         if refs_mode not in REFS_MODES:
@@ -245,7 +263,18 @@ class Metric:
             opts.append(("default", self.default_model))
         return Signature(self.name, tuple(opts))
 
+    def floor(self) -> float | None:
+        """What a blank response scores: the low end of `score_range` (None: the rule does not apply,
+        for a plug-in that declares no scale)."""
+        low = self.score_range[0] if isinstance(self.score_range, tuple) else None
+        return None if low is None else float(low)
+
     def compute(self, batch: Batch) -> MetricOutput:
+        """The metric's output on `batch`, blank responses at the floor (see the module doc)."""
+        return apply_blank_rule(self, batch, self.compute_batch(batch))
+
+    def compute_batch(self, batch: Batch) -> MetricOutput:
+        """The metric's own computation (what a family overrides)."""
         if self.refs_mode == "multi" or not self.needs_references:
             stats = np.asarray(self.multi_stats(batch), dtype=np.float64)
             sentence = np.asarray(self.sentence_from_stats(stats), dtype=np.float64)
@@ -314,6 +343,55 @@ class Metric:
         if self._summed_rows():
             return self.corpus_from_stats(total)
         return float(total[0] / total[1]) if total[1] else math.nan
+
+
+def blank_rows(batch: Batch) -> np.ndarray:
+    """Rows whose response is empty or whitespace only."""
+    return batch.memo("blank", lambda: np.fromiter((not h.strip() for h in batch.hyps), dtype=bool,
+                                                   count=len(batch)))
+
+
+def undefined_rows(metric: "Metric", batch: Batch) -> np.ndarray:
+    """Rows the metric cannot score whatever the response: no reference for a reference-based
+    metric, no context for a context-based one."""
+    out = np.zeros(len(batch), dtype=bool)
+    if metric.needs_references:
+        out |= batch.memo("no-live-refs", lambda: np.fromiter((not any(r.strip() for r in rs) for rs in batch.refs),
+                                                              dtype=bool, count=len(batch)))
+    if metric.needs_context:
+        out |= batch.memo("no-context", lambda: np.fromiter((not any(t.strip() for t in c) for c in batch.contexts),
+                                                            dtype=bool, count=len(batch)))
+    return out
+
+
+def apply_blank_rule(metric: "Metric", batch: Batch, out: MetricOutput) -> MetricOutput:
+    """`out` with every blank response that the metric could otherwise score set to its floor.
+    Metrics that reduce summed statistics (corpus BLEU, METEOR) keep their own rows: their
+    statistics of a blank response already give the floor and the reference length still counts."""
+    floor = metric.floor()
+    if floor is None or not len(batch) or metric._summed_rows() or metric.floor_is_native:
+        return out
+    rows = blank_rows(batch)
+    if not rows.any():
+        return out
+    rows = rows & ~undefined_rows(metric, batch)
+    if not rows.any() or np.all(out.sentence[rows] == floor) or np.ndim(out.stats) != 2 or out.stats.shape[1] != 2:
+        return out   # (a plug-in whose rows are not (score, 1) pairs keeps its own rule)
+    sentence = np.array(out.sentence, dtype=np.float64)
+    sentence[rows] = floor
+    stats = mean_stats(sentence)
+    corpus = out.corpus if "state" in out.extra else metric.reduce(stats)
+    return MetricOutput(out.name, sentence, stats, corpus, out.signature, out.extra)
+
+
+def scored_rows(state: "MetricState", metric: "Metric") -> int:
+    """How many rows of a (merged) state have a score."""
+    if state.kind == "sum" and not metric._summed_rows() and state.total is not None and len(state.total) == 2:
+        return int(round(state.total[1]))
+    if state.kind == "concat" and state.rows is not None and len(state.rows):
+        rows = state.rows if state.rows.ndim == 2 else state.rows[:, None]
+        return int((~np.isnan(rows).any(axis=1)).sum())
+    return state.n
 
 
 @dataclass

@@ -11,7 +11,9 @@ declares is refused with the closest valid name.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +46,14 @@ class MetricSpec:
     default_model: str | None = None
     model_option: str | None = None
 
+    def __post_init__(self):
+        # What `dialeval metrics` prints about the model is written from these declarations, so
+        # the listing cannot say that a metric "needs" a model it ships with.
+        if self.default_model and self.model_option:
+            tail = f"; --{self.model_option.replace('_', '-')} {shipped_note(self.default_model)}"
+            if not self.description.endswith(tail):
+                object.__setattr__(self, "description", self.description + tail)
+
     def metric_class(self) -> type:
         module_name, cls_name = self.target.split(":")
         try:
@@ -60,7 +70,12 @@ class MetricSpec:
         key = (self.target, tuple(sorted(self.fixed)))
         if key not in _OPTION_SPECS:
             _OPTION_SPECS[key] = constructor_options(self.metric_class(), exclude=self.fixed)
-        return dict(_OPTION_SPECS[key])
+        specs = dict(_OPTION_SPECS[key])
+        for name, opt in specs.items():
+            note = model_option_note(name)
+            if note:
+                specs[name] = dataclasses.replace(opt, help=_with_note(opt.help, note))
+        return specs
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -80,6 +95,36 @@ class MetricSpec:
 
 
 _OPTION_SPECS: dict[tuple, dict[str, OptionSpec]] = {}
+
+
+def shipped_note(model: str) -> str:
+    """How help texts name a shipped default model."""
+    return f"(default: the shipped {model} model)"
+
+
+def model_option_note(option: str) -> str | None:
+    """The help of a model option that shipped defaults fill (`MetricSpec.default_model`,
+    `model_option`): "(default: the shipped NAME model)", or for an option that several metrics
+    fill from different models, each model with its metrics; None for any other option."""
+    models: dict[str, list[str]] = {}
+    # the registered entries only: reading the plug-ins' entry points costs start-up time, and
+    # a plug-in entry declares no shipped model
+    for spec in list(REGISTRY._specs.values()):
+        if spec.model_option == option and spec.default_model:
+            models.setdefault(spec.default_model, []).append(spec.name)
+    if not models:
+        return None
+    if len(models) == 1:
+        return shipped_note(next(iter(models)))
+    return "(default: the shipped " + ", ".join(
+        f"{model} model for {', '.join(names)}" for model, names in models.items()) + ")"
+
+
+def _with_note(text: str, note: str) -> str:
+    """An option's docstring help with the shipped-default note in place of "(required)"."""
+    text = re.sub(r"\s*\(required\)", "", text).strip()
+    return f"{text} {note}" if text else note
+
 
 _OVERLAP = "dialeval.metrics.overlap"
 _SPECS: list[MetricSpec] = [
@@ -127,23 +172,23 @@ _SPECS: list[MetricSpec] = [
     *[MetricSpec(name, f"dialeval.metrics.amfm.metric:{cls}", "amfm", desc,
                  extra="amfm", default_model="amfm", model_option="amfm_model")
       for name, cls, desc in [
-          ("am", "AM", "AM-FM adequacy: LSI cosine, max over references (eq. 1); needs --amfm-model"),
+          ("am", "AM", "AM-FM adequacy: LSI cosine, max over references (eq. 1)"),
           ("fm", "FM", "AM-FM fluency: n-gram LM probability ratio, max over references (eq. 2-3)"),
           ("fm_abs", "FMAbs", "AM-FM absolute fluency: n-gram LM probability of the response (eq. 2)"),
-          ("amfm", "AMFM", "AM-FM: lambda*AM + (1-lambda)*FM, lambda 0.8 (eq. 4); needs --amfm-model")]],
+          ("amfm", "AMFM", "AM-FM: lambda*AM + (1-lambda)*FM, lambda 0.8 (eq. 4)")]],
     *[MetricSpec(name, f"dialeval.metrics.learned.adem.metric:{cls}", "learned", desc,
                  extra="learned", default_model=name, model_option="adem_model")
       for name, cls, desc in [
-          ("adem", "AdemScore", "ADEM (Lowe et al. 2017) eq. 1, trained on human ratings; needs --adem-model"),
-          ("c_adem", "CAdemScore", "C-ADEM: ADEM's context term only, reference-free; needs --adem-model"),
-          ("r_adem", "RAdemScore", "R-ADEM: ADEM's reference term only; needs --adem-model")]],
+          ("adem", "AdemScore", "ADEM (Lowe et al. 2017) eq. 1, trained on human ratings"),
+          ("c_adem", "CAdemScore", "C-ADEM: ADEM's context term only, reference-free"),
+          ("r_adem", "RAdemScore", "R-ADEM: ADEM's reference term only")]],
     *[MetricSpec(name, f"dialeval.metrics.mme.metric:{cls}", "mme", desc, extra="mme",
                  default_model="mme", model_option="mme_model")
       for name, cls, desc in [
-          ("mme_fm", "MMEFluency", "MME-CRS fluency sub-metric, [0,1]; needs --mme-model"),
-          ("mme_rm", "MMERelevance", "MME-CRS relevance (next-utterance prediction), [0,1]; needs --mme-model"),
-          ("mme_tcm", "MMETopicCoherence", "MME-CRS topic coherence (keyword graph attention), [0,1]; needs --mme-model"),
-          ("mme_em", "MMEEngagement", "MME-CRS engagement of the response, [0,1]; needs --mme-model"),
+          ("mme_fm", "MMEFluency", "MME-CRS fluency sub-metric, [0,1]"),
+          ("mme_rm", "MMERelevance", "MME-CRS relevance (next-utterance prediction), [0,1]"),
+          ("mme_tcm", "MMETopicCoherence", "MME-CRS topic coherence (keyword graph attention), [0,1]"),
+          ("mme_em", "MMEEngagement", "MME-CRS engagement of the response, [0,1]"),
           ("mme_sm_nll", "MMESpecificityNLL", "MME-CRS specificity, summed masked-LM surprisal, [0,1]"),
           ("mme_sm_nce", "MMESpecificityNCE", "MME-CRS specificity, per-token masked-LM cross-entropy, [0,1]"),
           ("mme_sm_ppl", "MMESpecificityPPL", "MME-CRS specificity, masked-LM pseudo-perplexity, [0,1]")]],
@@ -154,8 +199,8 @@ _SPECS: list[MetricSpec] = [
                  f"entropy-{k}: entropy in bits of a system's {k}-gram distribution "
                  "(corpus-level, no references)", fixed={"order": k}, blas=False) for k in (1, 2, 3)],
     MetricSpec("compose", "dialeval.metrics.compose:Compose", "compose",
-               "composition of other metrics (MME-CRS correlation re-scaling, average or ridge); "
-               "needs --compose-model from `dialeval fit compose`", extra="compose", passes_options=True,
+               "composition of other metrics (MME-CRS correlation re-scaling, average or ridge) "
+               "fitted by `dialeval fit compose`", extra="compose", passes_options=True,
                default_model="compose", model_option="compose_model"),
     MetricSpec("compose_ref", "dialeval.metrics.compose:ComposeRef", "compose",
                "composition over reference-based and reference-free metrics (ridge over the MME "

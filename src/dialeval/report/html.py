@@ -176,7 +176,11 @@ def build_report(rows: Sequence[dict], *, qualities: Sequence[str] | None = None
                                                         seed=corr_seed)})
             disagreements.append({"metric": m, "quality": q,
                                   "items": _disagreements(rows, values[m], human, q, top_k)})
-    # system level: corpus scores against the human system scores
+    # system level: corpus scores against the human system scores; descriptive only (r, no p,
+    # CI or mark, a caveat above the table) below system_level.MIN_SYSTEMS systems
+    from ..meta.system_level import descriptive_reason
+
+    caveats: list[str] = []
     if len(systems) >= 3:
         for h in human_names:
             q = h.split(":", 1)[1]
@@ -197,9 +201,14 @@ def build_report(rows: Sequence[dict], *, qualities: Sequence[str] | None = None
                         return williams_test(ra, rb, rab, int(ok.sum()))[1]
                     beaten = _top_group({m: got[m]["r"] for m in got}, beats)
                 for m, c in got.items():
-                    corr_rows.append(_corr_row(q, "system", method, m, c["r"], c["p"], c["ci_low"],
-                                               c["ci_high"], c["n_systems"], beaten.get(m),
-                                               method in WILLIAMS_METHODS and len(got) > 1))
+                    why = descriptive_reason(c["n_systems"])   # too few systems: r only
+                    if why:
+                        caveats.append(why)
+                    corr_rows.append(_corr_row(q, "system", method, m, c["r"],
+                                               *((None,) * 3 if why else
+                                                 (c["p"], c["ci_low"], c["ci_high"])),
+                                               c["n_systems"], beaten.get(m),
+                                               not why and method in WILLIAMS_METHODS and len(got) > 1))
             for m in metric_names:
                 r = next((c["r"] for c in got_all if c["metric"] == m and c["method"] == "pearson"),
                          math.nan)
@@ -234,12 +243,13 @@ def build_report(rows: Sequence[dict], *, qualities: Sequence[str] | None = None
         "n_resamples": cmp["n_resamples"], "seed": cmp["seed"], "baseline": baseline,
         "corr": {"n_boot": n_boot, "seed": corr_seed,
                  "levels": list(dict.fromkeys(c["level"] for c in corr_rows)),
+                 "caveats": list(dict.fromkeys(caveats)),
                  "fixed_human": any(cmp["measures"][h]["kind"] == "published-system-means"
                                     for h in human_names)},
         "measures": [{"name": m, "kind": cmp["measures"][m]["kind"]} for m in metric_names + human_names],
         "system_rows": system_rows, "notes": cmp["notes"],
         "warnings": list(getattr(comparison, "warnings", [])),
-        "remarks": list(getattr(comparison, "remarks", [])),
+        "remarks": list(getattr(comparison, "remarks", [])) + list(dict.fromkeys(caveats)),
         "correlations": corr_rows, "heatmap_svg": heatmap_svg, "scatter": scatter,
         "agreement": agreement_rows, "disagreements": disagreements,
         "n_rows": len(rows), "n_systems": len(systems),
@@ -320,7 +330,29 @@ def render_html(report: dict) -> str:
         css = f.read()
     with open(os.path.join(here, "sort.js"), encoding="utf-8") as f:
         js = f.read()
-    return env.get_template("report.html.j2").render(r=report, css=css, js=js)
+    page = env.get_template("report.html.j2").render(r=report, css=css, js=js)
+    page = _with_caveats(page, report["corr"].get("caveats") or [])
+    if report.get("probes"):   # `report --probes` (report/probes.py `attach`): before the script,
+        from .probes import probe_section   # which makes the tables above it sortable
+
+        at = page.rfind("<script>")
+        page = page[:at] + probe_section(report["probes"]) + "\n" + page[at:]
+    return page
+
+
+def _with_caveats(page: str, caveats: Sequence[str]) -> str:
+    """The system level's caveats (too few systems: descriptive only) as a paragraph of the
+    correlation section, just above its table."""
+    if not caveats:
+        return page
+    import html as _html
+
+    at = page.find('<table class="sortable" id="table-correlation">')
+    if at < 0:
+        return page
+    text = " ".join(_html.escape(c[0].upper() + c[1:] + ".") for c in caveats)
+    return (page[:at] + f'<p class="note caveat" id="system-level-caveat"><b>Caveat:</b> {text}</p>\n'
+            + page[at:])
 
 
 def _fmt_num(v: Any, digits: int = 4) -> str:
@@ -328,8 +360,12 @@ def _fmt_num(v: Any, digits: int = 4) -> str:
 
 
 def _fmt_p(v: Any) -> str:
+    from .tables import P_FLOOR
+
     if v is None:
         return "n/a"
+    if v < P_FLOOR:   # 0 or below resolution: a bound, never 0.0e+00
+        return f"< {P_FLOOR:.1e}"
     return f"{v:.4f}" if v >= 1e-4 else f"{v:.1e}"
 
 

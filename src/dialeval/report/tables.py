@@ -44,10 +44,16 @@ def fmt_float(v: Any, digits: int = 4) -> str:
     return str(v)
 
 
+P_FLOOR = 2.2e-16   # below double precision's resolution near 1 (R's format.pval bound)
+
+
 def fmt_p(v: Any) -> str:
-    """A p-value: 4 places, or scientific notation below 1e-4."""
+    """A p-value: 4 places, or scientific notation below 1e-4, and `< 2.2e-16` below that
+    (a p of exactly 0 is a value below the resolution of the computation, never 0.0e+00)."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
+    if v < P_FLOOR:
+        return f"< {P_FLOOR:.1e}"
     return f"{v:.4f}" if v >= 1e-4 else f"{v:.2e}"
 
 
@@ -63,7 +69,7 @@ def latex_escape(text: str) -> str:
 
 def _numeric(column: Sequence[str]) -> bool:
     def is_num(s: str) -> bool:
-        s = s.rstrip("*").strip()
+        s = s.rstrip("*").strip().lstrip("<").strip()   # "< 2.2e-16" is a number too
         if s in ("", "n/a", "nan"):
             return True
         try:
@@ -124,10 +130,21 @@ def system_table(result, fmt: str = "plain", width: int | None = None) -> str:
         for s in result.samples:
             key = s.system if s.system is not None else "all"
             counts[key] = counts.get(key, 0) + 1
-    rows = [[system, counts[system]] + [vals[m] for m in result.metrics]
+    scored: dict[str, dict[str, int]] = dict(getattr(result, "scored", None) or {})
+
+    def n_cell(system: str, rows: int) -> Any:
+        """The rows every metric scored; `scored/rows` when some metric left rows out (a line
+        per metric on stderr says which and why)."""
+        systems = [system] if system is not None else list(scored)
+        fewest = min((min(scored[s].values(), default=counts.get(s, 0)) for s in systems if s in scored),
+                     default=rows) if system is not None else \
+            min((sum(scored[s].get(m, counts.get(s, 0)) for s in scored) for m in result.metrics), default=rows)
+        return rows if fewest >= rows else f"{fewest}/{rows}"
+
+    rows = [[system, n_cell(system, counts[system])] + [vals[m] for m in result.metrics]
             for system, vals in result.systems.items()]
     if len(rows) > 1:
-        rows.append(["(all)", sum(counts.values())] + [result.corpus[m] for m in result.metrics])
+        rows.append(["(all)", n_cell(None, sum(counts.values()))] + [result.corpus[m] for m in result.metrics])
     table = format_table(header, rows, fmt=fmt)
     if fmt == "plain":
         # a row per metric and a column per system stays readable with many metrics
@@ -146,8 +163,10 @@ def system_table(result, fmt: str = "plain", width: int | None = None) -> str:
 
 def correlation_table(rows: Sequence[dict], fmt: str = "plain") -> str:
     header = ["metric", "quality", "level", "method", "r", "p", "95% CI", "n"]
-    body = [[r["metric"], r["quality"], r["level"], r["method"], fmt_float(r["r"]), fmt_p(r["p"]),
-             fmt_ci(r["ci_low"], r["ci_high"]), r["n"]] for r in rows]
+    # a row over too few systems (`descriptive_only`) shows its r only: p and CI are n/a
+    body = [[r["metric"], r["quality"], r["level"], r["method"], fmt_float(r["r"])]
+            + (["n/a", "n/a"] if r.get("descriptive_only") else
+               [fmt_p(r["p"]), fmt_ci(r["ci_low"], r["ci_high"])]) + [r["n"]] for r in rows]
     return format_table(header, body, fmt=fmt)
 
 
@@ -155,10 +174,11 @@ def metric_comparison_table(rows: Sequence[dict], fmt: str = "plain") -> str:
     header = ["A", "B", "quality", "level", "method", "r(A)", "r(B)", "r(A,B)", "Williams t",
               "p (Williams)", "p (bootstrap)", "95% CI r(A)-r(B)"]
     body = [[r["metric_a"], r["metric_b"], r["quality"], r["level"], r["method"], fmt_float(r["r_a"]),
-             fmt_float(r["r_b"]), fmt_float(r["r_ab"]), fmt_float(r["williams_t"], 3),
-             fmt_p(r["williams_p"]),
-             f"<{1 / r['n_boot']:.0e}" if r["bootstrap_p"] == 0 else fmt_p(r["bootstrap_p"]),
-             fmt_ci(r["diff_ci_low"], r["diff_ci_high"])] for r in rows]
+             fmt_float(r["r_b"]), fmt_float(r["r_ab"])]
+            + (["n/a"] * 4 if r.get("descriptive_only") else   # too few systems: no test
+               [fmt_float(r["williams_t"], 3), fmt_p(r["williams_p"]),
+                f"<{1 / r['n_boot']:.0e}" if r["bootstrap_p"] == 0 else fmt_p(r["bootstrap_p"]),
+                fmt_ci(r["diff_ci_low"], r["diff_ci_high"])]) for r in rows]
     return format_table(header, body, fmt=fmt)
 
 
@@ -228,12 +248,22 @@ def compare_tables(cmp: dict, fmt: str = "plain") -> list[tuple[str, str]]:
                 + p_cells(r) for r in cmp["pairs"]]
         out.append(("pairwise tests", format_table(header, body, fmt=fmt)))
     if cmp.get("rank_agreement"):
+        from ..meta.system_level import MIN_SYSTEMS
+
         header = ["metric", "human", "method", "r", "p"] + ci_head + ["systems"]
-        body = [[r["metric"], r["human"], r["method"]]
-                + ([_num(r["r"]), _num(r["p"])] if csv_out else [fmt_float(r["r"]), fmt_p(r["p"])])
-                + ci_cells(r["ci_low"], r["ci_high"]) + [r["n_systems"]]
-                for r in cmp["rank_agreement"]]
-        out.append(("system ranking: metric vs human", format_table(header, body, fmt=fmt)))
+        body = []
+        for r in cmp["rank_agreement"]:
+            few = r["n_systems"] < MIN_SYSTEMS   # descriptive only: r, no p or CI
+            body.append([r["metric"], r["human"], r["method"]]
+                        + ([_num(r["r"]), "" if few else _num(r["p"])] if csv_out else
+                           [fmt_float(r["r"]), "n/a" if few else fmt_p(r["p"])])
+                        + ci_cells(*((math.nan, math.nan) if few else (r["ci_low"], r["ci_high"])))
+                        + [r["n_systems"]])
+        n_few = min((r["n_systems"] for r in cmp["rank_agreement"]), default=MIN_SYSTEMS)
+        title = "system ranking: metric vs human" + (
+            f" (only {n_few} systems: descriptive only, no p or CI; a test needs at least "
+            f"{MIN_SYSTEMS})" if n_few < MIN_SYSTEMS else "")
+        out.append((title, format_table(header, body, fmt=fmt)))
     return out
 
 

@@ -63,6 +63,8 @@ class _AMFMBase(Metric):
     """
 
     native_tokenizer = TOKENIZATION
+    score_range = (0.0, 1.0)   # AM's cosine is clipped at 0; FM is a ratio of probabilities
+    english_only = True
 
     def __init__(self, amfm_model: str | None = None, amfm_lambda: float = DEFAULT_LAMBDA,
                  am_dims: int | None = None, am_refs: Literal["max", "mean", "centroid"] = "max",

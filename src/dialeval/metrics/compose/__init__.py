@@ -43,6 +43,8 @@ class Compose(Metric):
     description = "composition of other metrics (MME-CRS correlation re-scaling, average or ridge)"
     needs_references = False
     native_tokenizer = "per-metric"
+    english_only = True
+    floor_is_native = True
     model_option = "compose_model"
 
     def __init__(self, compose_model: str | None = None, compose_quality: str | None = None,
@@ -137,6 +139,12 @@ class Compose(Metric):
 
         return batch.memo(("compose-components", id(self)), compute)
 
+    def floor(self) -> float:
+        """The composite of its members' floors: what it gives a blank response anyway, since
+        every member scores that at its floor (with weights >= 0 the lowest it can give)."""
+        parts = {m.name: np.array([m.floor()], dtype=np.float64) for m in self.metrics}
+        return float(self.model.predict(parts, self.quality)[0])
+
     def predict(self, batch: Batch, parts: dict[str, np.ndarray]) -> np.ndarray:
         """The composite of `parts`; NaN where the composition needs references and the sample
         has none (the model would otherwise fill the missing members with development means)."""
@@ -152,7 +160,7 @@ class Compose(Metric):
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
 
-    def compute(self, batch: Batch) -> MetricOutput:
+    def compute_batch(self, batch: Batch) -> MetricOutput:
         parts = self.components(batch)
         sentence = self.predict(batch, parts)
         stats = mean_stats(sentence)

@@ -375,7 +375,9 @@ class ComposeModel(Estimator):
         mat = self._scaled_matrix(scores)
         row = self.row_of(quality)
         if self.method == "ridge":
-            return self._impute(mat) @ self.coef_[row] + self.intercept_[row]
+            # a row-wise sum, not a matrix product: BLAS may round a row differently with the
+            # number of rows around it, and a sample's score must not depend on its shard
+            return (self._impute(mat) * self.coef_[row]).sum(axis=1) + self.intercept_[row]
         ok = np.isfinite(mat)
         values = np.where(ok, mat, 0.0)
         out = np.full(len(mat), np.nan)

@@ -42,12 +42,13 @@ def _entropy(counts) -> float:
     total = sum(values)
     if not total:
         return math.nan
-    return -math.fsum(c * math.log2(c / total) for c in values) / total
+    return -math.fsum(c * math.log2(c / total) for c in values) / total + 0.0   # never -0.0
 
 
 class _Diversity(Metric):
     needs_references = False
     native_tokenizer = "whitespace"
+    score_range = (0.0, None)   # a response with no n-gram has no diversity
 
     def __init__(self, order: int = 2, refs_mode: str = "multi", tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=tokenizer)
@@ -60,7 +61,7 @@ class _Diversity(Metric):
     def sentence_value(self, grams: list[tuple[str, ...]]) -> float:
         raise NotImplementedError
 
-    def compute(self, batch: Batch) -> MetricOutput:
+    def compute_batch(self, batch: Batch) -> MetricOutput:
         per_response = response_ngrams(batch, self.tokenizer, self.order)
         sentence = np.fromiter((self.sentence_value(g) for g in per_response), dtype=np.float64,
                                count=len(per_response))
@@ -86,11 +87,11 @@ class DistinctN(_Diversity):
     description = "distinct-n of a system's responses (Li et al. 2016), corpus-level"
 
     def sentence_value(self, grams):
-        return len(set(grams)) / len(grams) if grams else math.nan
+        return len(set(grams)) / len(grams) if grams else 0.0
 
     def corpus_from_counts(self, counts: dict) -> float:
         total = sum(counts.values())
-        return len(counts) / total if total else math.nan
+        return len(counts) / total if total else 0.0
 
 
 class EntropyN(_Diversity):
@@ -104,7 +105,8 @@ class EntropyN(_Diversity):
     description = "n-gram entropy in bits of a system's responses (Zhang et al. 2018), corpus-level"
 
     def sentence_value(self, grams):
-        return _entropy(Counter(grams).values()) if grams else math.nan
+        return _entropy(Counter(grams).values()) if grams else 0.0
 
     def corpus_from_counts(self, counts: dict) -> float:
-        return _entropy(counts.values())
+        value = _entropy(counts.values())
+        return 0.0 if math.isnan(value) else value

@@ -173,6 +173,7 @@ class BertScore(Metric):
 
     native_tokenizer = "model"
     corpus_pass_type = DocumentFrequencies
+    english_only = True
     column = 2
     name = "bertscore_f"
     description = "BERTScore F1, best over references"
@@ -189,6 +190,14 @@ class BertScore(Metric):
         self.batch_size = int(bertscore_batch_size)
         self._reader: _Reader | None = None
         self._baseline: tuple[np.ndarray, str] | None = None
+
+    def floor(self) -> float:
+        """0 for an empty candidate, as the bert-score package sets it, rescaled like any score."""
+        if not self.rescale:
+            return 0.0
+        self.reader   # loads the baseline
+        base = float(self._baseline[0][self.column])
+        return (0.0 - base) / (1.0 - base)
 
     @property
     def reader(self) -> _Reader:

@@ -146,6 +146,8 @@ class WordEmbeddingMetric(Metric):
 
     native_tokenizer = NLTK_WORD
     kind = ""
+    score_range = (-1.0, 1.0)   # cosines
+    english_only = True   # the default vectors are English words
 
     def __init__(self, refs_mode: str = "multi", tokenizer: str | None = None,
                  word_vectors: str | os.PathLike | None = None,
@@ -186,7 +188,7 @@ class WordEmbeddingMetric(Metric):
         name = vectors.name or os.path.basename(os.path.normpath(vectors.source)) or "vectors"
         case = f"auto-{self.case}" if self.vector_case == "auto" and self.embedding_rules != "nlgeval" \
             else self.case
-        oov = "mean" if self.embedding_rules == "nlgeval" else "mean,none-known:nan"
+        oov = "mean" if self.embedding_rules == "nlgeval" else "mean,none-known:hyp-floor+ref-nan"
         return [("vectors", f"{name}:{vectors.digest[:12]}"), ("dim", vectors.dim),
                 ("case", case), ("oov", oov), ("rules", self.embedding_rules), ("dtype", "float32")]
 
@@ -256,7 +258,11 @@ class WordEmbeddingMetric(Metric):
         self._report_vocabulary(batch, hyp, ref)
         pair_scores = self.pair_scores(batch, hyp, ref, owner)
         if self.embedding_rules != "nlgeval" and len(pair_scores):
-            blind = (hyp.known[owner] == 0) | (ref.known == 0)
+            # a response with no known word is the response's failing: it scores the floor;
+            # a reference with none leaves the pair unscored
+            deaf = (hyp.known[owner] == 0) & (hyp.lengths[owner] > 0) & (ref.lengths > 0) & (ref.known > 0)
+            pair_scores = np.where(deaf, self.floor(), pair_scores)
+            blind = ref.known == 0
             blind &= (hyp.lengths[owner] > 0) & (ref.lengths > 0)
             if blind.any():
                 pair_scores = np.where(blind, np.nan, pair_scores)
@@ -268,8 +274,8 @@ class WordEmbeddingMetric(Metric):
                 from ...progress import tally
 
                 if lost.any() and not tally(("unscored", self.name), int(lost.sum())):
-                    warnings.warn(f"{self.name}: {int(lost.sum())} sample(s) left unscored (NaN): the "
-                                  "response or every reference has no word in the vectors' vocabulary",
+                    warnings.warn(f"{self.name}: {int(lost.sum())} sample(s) left unscored (NaN): "
+                                  "every reference has no word in the vectors' vocabulary",
                                   DialevalWarning, stacklevel=2)
         best = np.full(len(batch), np.nan)
         if len(pair_scores):

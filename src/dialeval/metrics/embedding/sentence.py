@@ -84,6 +84,8 @@ class SentenceCosine(Metric):
     """
 
     name = "sent_cosine"
+    score_range = (-1.0, 1.0)
+    english_only = True
     description = "cosine of sentence-encoder embeddings, best over references (nlg-eval's Skip-Thought slot)"
     native_tokenizer = "model"
 

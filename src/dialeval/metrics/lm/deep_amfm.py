@@ -192,6 +192,8 @@ class DeepAM(Metric):
     """
 
     name = "deep_am"
+    score_range = (-1.0, 1.0)
+    english_only = True
     description = "Deep AM-FM adequacy: sentence-encoder cosine, max over references"
     native_tokenizer = "model"
 
@@ -224,6 +226,8 @@ class DeepFM(Metric):
     """
 
     name = "deep_fm"
+    score_range = (0.0, 1.0)
+    english_only = True
     description = "Deep AM-FM fluency: causal-LM likelihood ratio, max over references"
     native_tokenizer = "lm"
 
@@ -261,6 +265,7 @@ class DeepAMFM(Metric):
     """
 
     name = "deep_amfm"
+    english_only = True
     description = "Deep AM-FM: lambda * deep_am + (1 - lambda) * deep_fm, lambda 0.8"
     native_tokenizer = "model"
 
@@ -275,6 +280,10 @@ class DeepAMFM(Metric):
         self.amfm_lambda = float(amfm_lambda)
         self.am = _SentenceHalf(sentence_model, sentence_batch_size, am_refs)
         self.fm = _LMHalf(lm_model, lm_batch_size, lm_device, lm_layout, fm_refs, self.name)
+
+    def floor(self) -> float:
+        """The combination of its halves' floors (deep_am's cosine -1, deep_fm's ratio 0)."""
+        return self.amfm_lambda * DeepAM.score_range[0] + (1.0 - self.amfm_lambda) * DeepFM.score_range[0]
 
     def multi_stats(self, batch: Batch) -> np.ndarray:
         lam = self.amfm_lambda

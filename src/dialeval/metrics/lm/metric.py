@@ -43,6 +43,7 @@ class LMScore(Metric):
 
     needs_references = False
     native_tokenizer = "lm"
+    english_only = True
     kind = "coherence"
     raw = False
 
@@ -71,6 +72,18 @@ class LMScore(Metric):
                                     f"use {self.name}_raw, or wrap the checkpoint with "
                                     "`dialeval train lm --init DIR --max-steps 0 --corpus REFERENCE -o NEW_DIR`")
             self.bound = float(np.percentile(ref, self.percentile))
+
+    @property
+    def needs_context(self) -> bool:   # coherence reads the last context turn; fluency does not
+        return self.kind == "coherence"
+
+    def floor(self) -> float:
+        """Normalised: 0, the bottom of [0, 1]. Raw (a mean log-probability, unbounded below):
+        log(1 / V), the per-token log-likelihood of guessing uniformly over the V tokens of the
+        vocabulary, the score of a model that knows nothing about the text."""
+        if not self.raw:
+            return 0.0
+        return -math.log(len(self.lm.tokenizer))
 
     def raw_scores(self, batch: Batch) -> np.ndarray:
         from .logprob import mean_logprobs
@@ -112,23 +125,27 @@ class LMScore(Metric):
 
 class LMCoherence(LMScore):
     name = "lm_coherence"
+    score_range = (0.0, 1.0)
     description = "context coherence c(r|q), eq. 2: normalised mean log P(response | query)"
     kind, raw = "coherence", False
 
 
 class LMCoherenceRaw(LMScore):
     name = "lm_coherence_raw"
+    score_range = (None, 0.0)
     description = "raw context coherence c_raw(r|q), eq. 1"
     kind, raw = "coherence", True
 
 
 class LMFluency(LMScore):
     name = "lm_fluency"
+    score_range = (0.0, 1.0)
     description = "fluency f(r), eq. 4: normalised mean log P(response)"
     kind, raw = "fluency", False
 
 
 class LMFluencyRaw(LMScore):
     name = "lm_fluency_raw"
+    score_range = (None, 0.0)
     description = "raw fluency f_raw(r), eq. 3"
     kind, raw = "fluency", True

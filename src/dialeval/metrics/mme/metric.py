@@ -25,6 +25,7 @@ class _MMEBase(Metric):
     """
 
     needs_references = False
+    english_only = True
     sub: ClassVar[str] = ""
     # relevance and topic coherence score (context, response); the others the response alone
     reads_context: ClassVar[bool] = False
@@ -42,6 +43,15 @@ class _MMEBase(Metric):
         self.model = load_cached(mme_model)
         self.mme_norm = mme_norm
         self.sub_model = self.model.get(self.sub)
+
+    @property
+    def needs_context(self) -> bool:
+        return self.reads_context
+
+    def floor(self) -> float:
+        """0: the bottom of the normalised [0, 1], and of every raw score (probabilities,
+        surprisals) but pseudo-perplexity, whose bottom is 1."""
+        return 1.0 if self.mme_norm == "none" and getattr(self, "variant", "") == "ppl" else 0.0
 
     def _raw(self, batch: Batch) -> np.ndarray:
         if self.reads_context:

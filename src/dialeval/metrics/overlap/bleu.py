@@ -117,6 +117,7 @@ class Bleu(Metric):
 
     native_tokenizer = "whitespace"
     corpus_from_summed_stats = True
+    score_range = (0.0, 1.0)
 
     def __init__(self, order: int = 4, refs_mode: str = "multi", tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=tokenizer)

@@ -257,6 +257,7 @@ class Cider(Metric):
 
     native_tokenizer = "whitespace"
     state_reduction = "sum"
+    score_range = (0.0, None)
     corpus_pass_type = DocumentFrequencies
 
     def __init__(self, variant: str = "d", refs_mode: str = "multi", tokenizer: str | None = None):

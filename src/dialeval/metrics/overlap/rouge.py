@@ -85,6 +85,7 @@ class RougeL(Metric):
     """ROUGE-L F-measure (beta 1.2), pycocoevalcap's multi-reference rule in `multi` mode."""
 
     name = "rouge_l"
+    score_range = (0.0, 1.0)
     native_tokenizer = "space"
 
     def multi_stats(self, batch: Batch) -> np.ndarray:

@@ -43,12 +43,14 @@ class AdemScore(Metric):
     """ADEM (Lowe et al. 2017) with a trained model folder.
 
     Options:
-        adem_model: ADEM model folder from `dialeval train adem` (required)
+        adem_model: ADEM model folder from `dialeval train adem`
     """
 
     name: ClassVar[str] = "adem"
     description: ClassVar[str] = "ADEM: learned (c^T M r^ + r^T N r^ - alpha) / beta on encoder vectors"
     native_tokenizer = "model"
+    score_range = (1.0, 5.0)   # the rating scale every training set is mapped onto
+    english_only = True
 
     def __init__(self, refs_mode: Literal["multi", "max", "mean"] = "multi", tokenizer: str | None = None,
                  adem_model: str | os.PathLike | None = None):
@@ -93,7 +95,7 @@ class CAdemScore(AdemScore):
     """C-ADEM: ADEM's context term only, c^T M r^ (no reference read).
 
     Options:
-        adem_model: ADEM model folder trained with --variant c_adem (required)
+        adem_model: ADEM model folder trained with --variant c_adem
     """
 
     name: ClassVar[str] = "c_adem"
@@ -105,7 +107,7 @@ class RAdemScore(AdemScore):
     """R-ADEM: ADEM's reference term only, r^T N r^.
 
     Options:
-        adem_model: ADEM model folder trained with --variant r_adem (required)
+        adem_model: ADEM model folder trained with --variant r_adem
     """
 
     name: ClassVar[str] = "r_adem"

@@ -158,6 +158,7 @@ class Meteor(Metric):
     description = "METEOR 1.5 as pycocoevalcap runs the jar (-l en -norm), without Java"
     native_tokenizer = "meteor-norm"
     corpus_from_summed_stats = True
+    score_range = (0.0, 1.0)
 
     def __init__(self, refs_mode: str = "multi", tokenizer: str | None = None,
                  meteor_resources: str | None = None, meteor_workers: int | None = None,

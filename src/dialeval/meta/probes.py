@@ -1,0 +1,511 @@
+"""Behavioural probes: does a metric prefer a real response to a degenerate one?
+
+A learned metric can be gamed: an empty reply, the user's last turn parroted back or the
+response's words shuffled may score as well as, or better than, the response itself. A probe
+measures that directly, for any metric: each item's response gets degenerate variants (one per
+*family*), originals and variants are scored in one `dialeval.scoring.score` call (models load
+once), and per metric and family we report the share of items where the original scores
+strictly better than its variant, with a seeded percentile bootstrap 95% CI over the items.
+
+The rules, chosen so that a share is a plain "how often does the metric get it right":
+
+- a tie is a failure (a metric that cannot tell the two apart has not preferred the original),
+  and so is a variant without a value (NaN) where the original has one;
+- an item whose original has no value (a reference metric on an item without references) is
+  not applicable for that metric: counted apart (`nan`), outside the share;
+- an item for which a family cannot make a variant (parrot without context, truncation of a
+  response of two words or fewer, a variant equal to the original, ...) is skipped for that
+  family and counted (`skipped`);
+- "better" follows the metric class's `higher_is_better`.
+
+Every random choice is seeded and made per family and per item from
+`numpy.random.default_rng((seed, family_index, item_index))`, with `family_index` the family's
+position in `FAMILIES`, so the same input and seed give the same variants whichever other
+families are asked for. Layering: this module uses `scoring` and `metrics`, never `report/` or
+`cli/` (tables and pages live in `dialeval.report.probes`).
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..data.sample import Sample
+from ..errors import DialevalError
+from ..version import __version__
+
+# The families, in their fixed order (the order also seeds each family's random stream).
+FAMILIES = ("empty", "punct", "generic", "parrot", "shuffle", "other_item", "loop", "truncate",
+            "script")
+
+FAMILY_HELP = {
+    "empty": "the empty string",
+    "punct": "punctuation only (a seeded choice of '...', '?', '!!', '. . .', '?!')",
+    "generic": "a bland reply (a seeded choice of ten, e.g. \"i don't know.\")",
+    "parrot": "the last context turn, verbatim",
+    "shuffle": "the response's whitespace tokens in another, seeded order",
+    "other_item": "the response of another item with a different context (seeded derangement)",
+    "loop": "the response's first two words repeated to its length (at least 8 words)",
+    "truncate": "the response's first two words",
+    "script": "the response transliterated letter by letter into Cyrillic",
+}
+
+PUNCTUATION = ("...", "?", "!!", ". . .", "?!")
+GENERIC = ("i don't know.", "ok.", "that's nice.", "yes.", "i'm not sure.", "what do you mean?",
+           "that is interesting.", "me too.", "thank you.", "sounds good.")
+
+LOOP_MIN_WORDS = 8
+_PARTNER_TRIES = 200   # other_item: swap partners tried for a position that breaks a constraint
+ORIGINAL_SYSTEM = "probe:original"
+
+# Random streams that are not a family's: the --limit subset and the bootstrap.
+_LIMIT_STREAM = 1000
+_BOOT_STREAM = 2000
+
+# One Cyrillic letter per Latin letter (one code point each: the variant keeps the length).
+_CYRILLIC = dict(zip("abcdefghijklmnopqrstuvwxyz", "абцдефгхийклмнопярстувшжыз"))
+_CYRILLIC.update({k.upper(): v.upper() for k, v in _CYRILLIC.items()})
+
+
+def system_name(family: str) -> str:
+    """The `system` a family's variants are scored under (each family is its own evaluated set)."""
+    return f"probe:{family}"
+
+
+def check_families(families: Iterable[str] | str | None) -> list[str]:
+    """The asked families in `FAMILIES` order (None or "all": all of them); an unknown name is
+    a one-line error listing the valid ones."""
+    if families is None:
+        return list(FAMILIES)
+    if isinstance(families, str):
+        families = [f.strip() for f in families.split(",") if f.strip()]
+    families = list(families)
+    if families == ["all"]:
+        return list(FAMILIES)
+    from ..options import closest_hint
+
+    for name in families:
+        if name not in FAMILIES:
+            raise DialevalError(f"unknown probe family {name!r}{closest_hint(name, FAMILIES)} "
+                                f"(valid: {', '.join(FAMILIES)})")
+    if not families:
+        raise DialevalError(f"no probe family given (valid: {', '.join(FAMILIES)})")
+    return [f for f in FAMILIES if f in families]
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise DialevalError(f"probe seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _norm(text: str) -> str:
+    """Whitespace-normalised text: what "the variant equals the original" compares."""
+    return " ".join(text.split())
+
+
+def _rng(seed: int, family: str, item: int) -> np.random.Generator:
+    return np.random.default_rng((seed, FAMILIES.index(family), item))
+
+
+# --- one variant per family -----------------------------------------------------------------
+# Each returns the variant text, or None when the family cannot make one for this response.
+
+def _choice(options: Sequence[str], response: str, rng: np.random.Generator) -> str:
+    """A seeded choice among `options` that do not read as the response itself (so "ok." is
+    never probed against "ok.")."""
+    own = _norm(response).lower()
+    left = [o for o in options if _norm(o).lower() != own]
+    return left[int(rng.integers(len(left)))]
+
+
+def _parrot(sample: Sample) -> str | None:
+    return sample.context[-1] if sample.context else None
+
+
+def _shuffle(response: str, rng: np.random.Generator) -> str | None:
+    tokens = response.split()
+    if len(set(tokens)) < 2:        # one word (or one word repeated): no other order exists
+        return None
+    for _ in range(100):
+        order = [tokens[i] for i in rng.permutation(len(tokens))]
+        if order != tokens:
+            return " ".join(order)
+    return " ".join(tokens[1:] + tokens[:1])   # a rotation differs when two tokens differ
+
+
+def _loop(response: str) -> str | None:
+    words = response.split()
+    if not words:
+        return None
+    head = words[:2]
+    length = max(len(words), LOOP_MIN_WORDS)
+    return " ".join((head * length)[:length])
+
+
+def _truncate(response: str) -> str | None:
+    words = response.split()
+    return " ".join(words[:2]) if len(words) > 2 else None
+
+
+def transliterate(text: str) -> str:
+    """`text` with every Latin letter (accents dropped) replaced by one Cyrillic letter; other
+    characters (punctuation, digits, spaces) kept, so the length is the same."""
+    out = []
+    for ch in text:
+        mapped = _CYRILLIC.get(ch)
+        if mapped is None and not ch.isascii():
+            mapped = _CYRILLIC.get(unicodedata.normalize("NFD", ch)[:1])
+        out.append(mapped if mapped is not None else ch)
+    return "".join(out)
+
+
+def _context_key(sample: Sample) -> tuple:
+    """What "a different context" compares: the context; for an item without one, its
+    references (the item is then defined by them); without either, its id."""
+    if sample.context:
+        return ("context",) + tuple(_norm(t) for t in sample.context)
+    if sample.references:
+        return ("references",) + tuple(_norm(t) for t in sample.references)
+    return ("id", sample.id, sample.system)
+
+
+def _other_items(samples: Sequence[Sample], seed: int) -> list[str | None]:
+    """A seeded derangement under constraints: item i receives the response of item perm[i],
+    whose context differs and whose response reads differently. A random permutation is drawn,
+    then every position that breaks a constraint is repaired by a swap that leaves both
+    positions valid, trying up to `_PARTNER_TRIES` partners in a seeded order (all of them in a
+    small set; the cap keeps a set dominated by one context linear); a position that no tried
+    swap repairs is skipped."""
+    n = len(samples)
+    keys = [_context_key(s) for s in samples]
+    texts = [_norm(s.response) for s in samples]
+    rng = np.random.default_rng((seed, FAMILIES.index("other_item")))
+    perm = rng.permutation(n)
+
+    def ok(i: int, j: int) -> bool:
+        return keys[i] != keys[j] and texts[i] != texts[j]
+
+    for i in range(n):
+        if ok(i, int(perm[i])):
+            continue
+        for k in rng.choice(n, size=min(n, _PARTNER_TRIES), replace=False):
+            k = int(k)
+            if k != i and ok(i, int(perm[k])) and ok(k, int(perm[i])):
+                perm[i], perm[k] = perm[k], perm[i]
+                break
+    return [samples[int(j)].response if ok(i, int(j)) else None for i, j in enumerate(perm)]
+
+
+def make_variants(samples: Iterable[Any], families: Iterable[str] | str | None = None,
+                  seed: int = 0) -> dict[str, list[str | None]]:
+    """The degenerate variants of each sample's response: family -> one entry per sample, the
+    variant text or None where the family cannot make one (then the item is skipped for that
+    family). A variant that reads as the original (whitespace aside) is None too.
+
+    samples: `Sample`s or records (as `dialeval.score` takes them).
+    families: names from `FAMILIES` (default: all), kept in `FAMILIES` order.
+    seed: a non-negative integer; each family draws from its own per-item stream, so a family's
+        variants do not depend on which other families are asked for.
+    """
+    from ..data.readers import from_records
+
+    samples = from_records(samples)
+    families = check_families(families)
+    seed = _check_seed(seed)
+    out: dict[str, list[str | None]] = {}
+    for family in families:
+        if family == "other_item":
+            made = _other_items(samples, seed)
+        else:
+            made = [_variant(family, s, seed, i) for i, s in enumerate(samples)]
+        out[family] = [v if v is not None and _norm(v) != _norm(s.response) else None
+                       for v, s in zip(made, samples)]
+    return out
+
+
+def _variant(family: str, sample: Sample, seed: int, item: int) -> str | None:
+    response = sample.response
+    if family == "empty":
+        return ""
+    if family == "punct":
+        return _choice(PUNCTUATION, response, _rng(seed, family, item))
+    if family == "generic":
+        return _choice(GENERIC, response, _rng(seed, family, item))
+    if family == "parrot":
+        return _parrot(sample)
+    if family == "shuffle":
+        return _shuffle(response, _rng(seed, family, item))
+    if family == "loop":
+        return _loop(response)
+    if family == "truncate":
+        return _truncate(response)
+    if family == "script":
+        return transliterate(response)
+    raise DialevalError(f"unknown probe family {family!r}")   # unreachable after check_families
+
+
+# --- which items are probed -------------------------------------------------------------------
+
+def parse_top(top: Any) -> tuple[str, float] | None:
+    """`"overall:0.4"` or `("overall", 0.4)` -> ("overall", 0.4): the top 40% by mean rating."""
+    if top is None:
+        return None
+    if isinstance(top, str):
+        quality, sep, fraction = top.rpartition(":")
+        if not sep or not quality:
+            raise DialevalError(f"--top {top!r}: expected QUALITY:FRACTION, e.g. overall:0.4")
+        try:
+            top = (quality, float(fraction))
+        except ValueError:
+            raise DialevalError(f"--top {top!r}: {fraction!r} is not a number") from None
+    quality, fraction = top
+    fraction = float(fraction)
+    if not 0.0 < fraction <= 1.0:
+        raise DialevalError(f"--top {quality}:{fraction:g}: the fraction must be in (0, 1]")
+    return str(quality), fraction
+
+
+def _is_reference_copy(sample: Sample) -> bool:
+    own = _norm(sample.response)
+    return any(_norm(r) == own for r in sample.references)
+
+
+def select_items(samples: Sequence[Sample], *, top: Any = None, limit: int | None = None,
+                 seed: int = 0, keep_reference_copies: bool = False) -> tuple[list[Sample], dict]:
+    """The items to probe, and how many each step left out. In order: responses equal to one of
+    their references are dropped (their reference metrics are trivially perfect; unless
+    `keep_reference_copies`), then `top` keeps the items whose mean rating of a quality is in
+    the top fraction (ties at the threshold kept; unrated items left out), then `limit` keeps a
+    seeded random subset of that many (in input order)."""
+    seed = _check_seed(seed)
+    counts = {"input": len(samples), "reference_copies_dropped": 0, "not_in_top": 0,
+              "left_out_by_limit": 0}
+    items = list(samples)
+    if not keep_reference_copies:
+        kept = [s for s in items if not _is_reference_copy(s)]
+        counts["reference_copies_dropped"] = len(items) - len(kept)
+        items = kept
+    wanted = parse_top(top)
+    if wanted is not None and items:
+        quality, fraction = wanted
+        values = np.array([s.human(quality) for s in items], dtype=np.float64)
+        rated = np.isfinite(values)
+        if not rated.any():
+            known = sorted({q for s in samples for q in s.ratings})
+            raise DialevalError(f"--top {quality}: no item has {quality!r} ratings"
+                                + (f"; rated qualities: {', '.join(known)}" if known else ""))
+        k = max(1, math.ceil(fraction * int(rated.sum()) - 1e-9))
+        threshold = np.sort(values[rated])[::-1][k - 1]
+        keep = rated & (values >= threshold)
+        counts["not_in_top"] = int((~keep).sum())
+        items = [s for s, good in zip(items, keep) if good]
+    if limit is not None:
+        if isinstance(limit, bool) or int(limit) != limit or limit < 1:
+            raise DialevalError(f"--limit must be a positive whole number, got {limit!r}")
+        limit = int(limit)
+        if limit < len(items):
+            rng = np.random.default_rng((seed, _LIMIT_STREAM))
+            chosen = np.sort(rng.choice(len(items), size=limit, replace=False))
+            counts["left_out_by_limit"] = len(items) - limit
+            items = [items[int(i)] for i in chosen]
+    counts["probed"] = len(items)
+    if not items:
+        raise DialevalError("no item left to probe (after dropping responses equal to a reference"
+                            + (", --top" if wanted else "") + (", --limit" if limit else "") + ")")
+    return items, counts
+
+
+# --- outcomes and shares ----------------------------------------------------------------------
+
+WIN, TIE, LOSS, VARIANT_NAN, NOT_APPLICABLE, SKIPPED = "win", "tie", "loss", "variant_nan", "n/a", "skipped"
+
+
+def outcomes(original: np.ndarray, variant: np.ndarray, skipped: np.ndarray,
+             higher_is_better: bool = True) -> np.ndarray:
+    """Per item, one of WIN / TIE / LOSS / VARIANT_NAN / NOT_APPLICABLE / SKIPPED (see the module
+    doc); a win is the original strictly better than its variant."""
+    original = np.asarray(original, dtype=np.float64)
+    variant = np.asarray(variant, dtype=np.float64)
+    better = original > variant if higher_is_better else original < variant
+    worse = original < variant if higher_is_better else original > variant
+    out = np.full(len(original), TIE, dtype=object)
+    out[worse] = LOSS
+    out[better] = WIN
+    out[np.isnan(variant)] = VARIANT_NAN
+    out[np.isnan(original)] = NOT_APPLICABLE
+    out[np.asarray(skipped, dtype=bool)] = SKIPPED
+    return out
+
+
+def share_ci(wins: int, n: int, n_boot: int, rng: np.random.Generator) -> tuple[float, float, float]:
+    """The share wins/n and its percentile bootstrap 95% CI over items. Resampling n items with
+    replacement draws a win with probability wins/n each time, so a resample's win count is
+    Binomial(n, wins/n): drawn directly, it is the item bootstrap at O(n_boot) cost."""
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    share = wins / n
+    if n_boot <= 0:
+        return share, math.nan, math.nan
+    shares = rng.binomial(n, share, size=n_boot) / n
+    low, high = np.percentile(shares, [2.5, 97.5])
+    return share, float(low), float(high)
+
+
+def _direction(name: str, given: dict[str, Any]) -> bool:
+    """`higher_is_better` of a metric: from the object passed, else its registry class."""
+    if name in given:
+        return bool(getattr(given[name], "higher_is_better", True))
+    from ..metrics.registry import REGISTRY
+
+    if name in REGISTRY:
+        return bool(getattr(REGISTRY[name].metric_class(), "higher_is_better", True))
+    return True
+
+
+@dataclass
+class ProbeResult:
+    """What `probe` measured. `results[metric][family]` holds the counts (wins, ties, losses,
+    variant_nan: failures; nan: original without a value, not applicable; skipped: no variant),
+    n (= wins + ties + losses + variant_nan), share (wins / n) and its 95% CI."""
+
+    metrics: list[str]
+    families: list[str]
+    results: dict[str, dict[str, dict[str, Any]]]
+    signatures: dict[str, str]
+    higher_is_better: dict[str, bool]
+    settings: dict[str, Any]
+    items: dict[str, int]
+    samples: list[Sample]                      # the probed items, in order
+    variants: dict[str, list[str | None]]      # family -> variant per item (None: skipped)
+    item_outcomes: dict[str, dict[str, np.ndarray]] = field(repr=False, default_factory=dict)
+    scores: Any = field(repr=False, default=None)   # the ScoreResult of the one scoring call
+    notes: list[str] = field(default_factory=list)
+
+    def table(self) -> list[dict[str, Any]]:
+        """One row per (metric, family), metrics in run order, families in `FAMILIES` order."""
+        return [{"metric": m, "family": f, **self.results[m][f]}
+                for m in self.metrics for f in self.families]
+
+    def signature(self) -> str:
+        """How the probe was made, in the style of the metric signatures."""
+        s = self.settings
+        parts = [f"probes|families:{','.join(self.families)}", f"seed:{s['seed']}",
+                 f"boot:{s['n_boot']}", f"top:{s['top'] or 'none'}", f"limit:{s['limit'] or 'none'}",
+                 f"refcopies:{'kept' if s['keep_reference_copies'] else 'dropped'}",
+                 f"version:{__version__}"]
+        return "|".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (NaN stays a float here; the project's JSON writers make it null)."""
+        skipped = {f: int(sum(v is None for v in self.variants[f])) for f in self.families}
+        return {
+            "kind": "dialeval-probes", "version": __version__, "signature": self.signature(),
+            "settings": dict(self.settings), "items": dict(self.items), "skipped": skipped,
+            "metrics": list(self.metrics), "families": list(self.families),
+            "signatures": dict(self.signatures), "higher_is_better": dict(self.higher_is_better),
+            "results": {m: {f: dict(self.results[m][f]) for f in self.families} for m in self.metrics},
+            "notes": list(self.notes),
+        }
+
+
+def probe(samples: Iterable[Any], metrics: Sequence[Any] | str, *, families: Iterable[str] | str | None = None,
+          seed: int = 0, n_boot: int = 1000, top: Any = None, limit: int | None = None,
+          keep_reference_copies: bool = False, **metric_options: Any) -> ProbeResult:
+    """Probe `metrics` with degenerate variants of each item's response; see the module doc.
+
+    samples: `Sample`s or records with contexts (and references, for reference metrics).
+    metrics: registry names (or "all"), `Metric` objects, or a comma-separated string.
+    families: probe families (default: all of `FAMILIES`).
+    seed: seeds the variants, the --limit subset and the bootstrap (non-negative integer).
+    n_boot: bootstrap resamples for the 95% CIs (0: no CI).
+    top: "QUALITY:FRACTION" (or a pair): only items whose mean rating is in the top fraction.
+    limit: a seeded random subset of this many items (after `top`).
+    keep_reference_copies: keep items whose response equals one of their references.
+    metric_options: whatever `dialeval.score` takes (refs_mode, tokenizer, each metric's options,
+        backend, progress, ...), passed to its one call.
+    """
+    from ..data.readers import from_records
+    from ..metrics.base import Metric
+    from ..scoring import score
+
+    seed = _check_seed(seed)
+    if isinstance(n_boot, bool) or int(n_boot) != n_boot or n_boot < 0:
+        raise DialevalError(f"n_boot must be a non-negative whole number, got {n_boot!r}")
+    n_boot = int(n_boot)
+    families = check_families(families)
+    if isinstance(metrics, str):
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    metrics = list(metrics)
+    if not metrics:
+        raise DialevalError("no metric to probe")
+    wanted_top = parse_top(top)
+    items, counts = select_items(from_records(samples), top=wanted_top, limit=limit, seed=seed,
+                                 keep_reference_copies=keep_reference_copies)
+    variants = make_variants(items, families, seed)
+    scored = [_probe_sample(s, i, s.response, ORIGINAL_SYSTEM) for i, s in enumerate(items)]
+    where: dict[str, list[tuple[int, int]]] = {}   # family -> (item, row in `scored`)
+    for family in families:
+        where[family] = []
+        for i, (s, text) in enumerate(zip(items, variants[family])):
+            if text is not None:
+                where[family].append((i, len(scored)))
+                scored.append(_probe_sample(s, i, text, system_name(family)))
+    result = score(scored, metrics, **metric_options)
+
+    given = {m.name: m for m in metrics if isinstance(m, Metric)}
+    n = len(items)
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    directions: dict[str, bool] = {}
+    item_outcomes: dict[str, dict[str, np.ndarray]] = {}
+    for metric in result.metrics:
+        values = np.asarray(result.sentence[metric], dtype=np.float64)
+        higher = directions[metric] = _direction(metric, given)
+        original = values[:n]
+        results[metric], item_outcomes[metric] = {}, {}
+        for family in families:
+            variant = np.full(n, np.nan)
+            skipped = np.ones(n, dtype=bool)
+            for i, row in where[family]:
+                variant[i] = values[row]
+                skipped[i] = False
+            got = outcomes(original, variant, skipped, higher)
+            item_outcomes[metric][family] = got
+            tally = {k: int((got == k).sum()) for k in (WIN, TIE, LOSS, VARIANT_NAN, NOT_APPLICABLE, SKIPPED)}
+            applicable = tally[WIN] + tally[TIE] + tally[LOSS] + tally[VARIANT_NAN]
+            rng = np.random.default_rng((seed, _BOOT_STREAM + FAMILIES.index(family),
+                                         zlib.crc32(metric.encode("utf-8"))))
+            share, low, high = share_ci(tally[WIN], applicable, n_boot, rng)
+            results[metric][family] = {
+                "wins": tally[WIN], "ties": tally[TIE], "losses": tally[LOSS],
+                "variant_nan": tally[VARIANT_NAN], "nan": tally[NOT_APPLICABLE],
+                "skipped": tally[SKIPPED], "n": applicable, "share": share,
+                "ci_low": low, "ci_high": high}
+    settings = {"metrics": [m if isinstance(m, str) else m.name for m in metrics],
+                "families": list(families), "seed": seed, "n_boot": n_boot,
+                "top": None if wanted_top is None else f"{wanted_top[0]}:{wanted_top[1]:g}",
+                "limit": limit, "keep_reference_copies": bool(keep_reference_copies),
+                "options": {k: v for k, v in metric_options.items()
+                            if v is not None and isinstance(v, (str, int, float, bool))},
+                "ci": "percentile bootstrap over items, 95%"}
+    return ProbeResult(metrics=list(result.metrics), families=list(families), results=results,
+                       signatures=dict(result.signatures), higher_is_better=directions,
+                       settings=settings, items=counts, samples=items, variants=variants,
+                       item_outcomes=item_outcomes, scores=result, notes=list(result.notes))
+
+
+def _probe_sample(sample: Sample, item: int, response: str, system: str) -> Sample:
+    """A sample to score: the item's id, context and references with `response`."""
+    return Sample(id=sample.id, response=response, context=list(sample.context),
+                  references=list(sample.references), system=system,
+                  meta={"probe_item": item, "probe_system": sample.system})
+
+
+__all__ = ["FAMILIES", "FAMILY_HELP", "GENERIC", "PUNCTUATION", "ProbeResult", "check_families",
+           "make_variants", "outcomes", "parse_top", "probe", "select_items", "share_ci",
+           "system_name", "transliterate"]
