@@ -118,3 +118,20 @@ def test_out_of_vocabulary_warning_once_per_run_with_the_run_counts(tmp_path, ca
     lost = [str(w.message) for w in caught if "left unscored" in str(w.message)]
     assert lost == ["emb_average: 4 sample(s) left unscored (NaN): every reference has no "
                     "word in the vectors' vocabulary"]
+
+
+def test_a_log_gets_lines_while_one_long_step_has_no_tick(monkeypatch, capsys):
+    """A 5,000-row shard of one slow metric advances nothing until it ends: the plain lines must
+    still come every EVERY seconds (a sign of life with the elapsed time), not only on ticks."""
+    import time as _time
+
+    import dialeval.progress as progress
+
+    monkeypatch.setattr(progress, "EVERY", 0.3)
+    monkeypatch.setattr(progress, "LINES_DELAY", 0.3)
+    bar = progress.Progress(100, "lines")
+    _time.sleep(1.6)              # no set() or advance() meanwhile
+    bar.close()
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("dialeval: 0 of 100")]
+    assert len(lines) >= 3, lines
+    assert "elapsed" in lines[0]

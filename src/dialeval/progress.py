@@ -144,28 +144,46 @@ class Progress:
         self.last_line = self.started + LINES_DELAY - EVERY
         self.rate_from: tuple[float, float] | None = None   # (time, done) of the first advance
         self.bar = None
+        self._beat = None
+        import threading
+
+        self._lock = threading.Lock()
+        if mode == "lines":   # a line every EVERY seconds even while one long step has no tick
+            self._stop = threading.Event()
+            self._beat = threading.Thread(target=self._heartbeat, daemon=True)
+            self._beat.start()
         if mode == "bar":
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, initial=initial, unit=unit, file=sys.stderr, leave=False,
                             delay=DELAY, dynamic_ncols=True, smoothing=0.1)
 
-    def advance(self, samples: float) -> None:
-        self.set(self.done + samples)
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(min(1.0, EVERY / 3)):
+            with self._lock:
+                self._maybe_line()
 
-    def set(self, done: float) -> None:
-        if self.rate_from is None:   # the rate counts from the first work done, not from the
-            self.rate_from = (time.monotonic(), done)   # start (a first pass or model loading)
-        step = done - self.done
-        self.done = done
-        if self.bar is not None:
-            if step:
-                self.bar.update(step)
-        elif self.mode == "lines" and (self.total is None or self.done < self.total):
+    def _maybe_line(self) -> None:
+        if self.total is None or self.done < self.total:
             now = time.monotonic()   # (no line for the finished state: the result follows)
             if now - self.last_line >= EVERY:
                 self.last_line = now
                 print(self.line(now), file=sys.stderr, flush=True)
+
+    def advance(self, samples: float) -> None:
+        self.set(self.done + samples)
+
+    def set(self, done: float) -> None:
+        with self._lock:
+            if self.rate_from is None:   # the rate counts from the first work done, not from the
+                self.rate_from = (time.monotonic(), done)   # start (a first pass or model loading)
+            step = done - self.done
+            self.done = done
+            if self.bar is not None:
+                if step:
+                    self.bar.update(step)
+            elif self.mode == "lines":
+                self._maybe_line()
 
     def line(self, now: float | None = None) -> str:
         now = time.monotonic() if now is None else now
@@ -184,6 +202,10 @@ class Progress:
         return text
 
     def close(self) -> None:
+        if self._beat is not None:
+            self._stop.set()
+            self._beat.join()
+            self._beat = None
         if self.bar is not None:
             self.bar.close()
             self.bar = None

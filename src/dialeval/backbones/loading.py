@@ -72,7 +72,10 @@ def load_backbone(path: str | os.PathLike, kind: str = "auto", device: str | Non
 def _announced_load(path: str, kind: str, task: str, device: str, gguf_file: str | None) -> "Backbone":
     from ..progress import loading
 
-    with loading(f"model {os.path.basename(os.path.normpath(path))}"):
+    parts = os.path.normpath(path).split(os.sep)
+    # a package keeps its weights in a folder called model(s): name the package's folder too
+    shown = "/".join(parts[-2:]) if len(parts) > 1 and parts[-1].lower() in ("model", "models", "weights") else parts[-1]
+    with loading(f"encoder {shown}"):
         return _load(path, kind, task, device, gguf_file)
 
 

@@ -401,7 +401,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dialeval: error: {missing(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("dialeval: interrupted", file=sys.stderr)
+        resumable = getattr(args, "command", None) == "score" and getattr(args, "output", None)
+        print("dialeval: interrupted" + ("; the finished shards are kept: run the same command with "
+                                         "--resume to continue" if resumable else ""), file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into `head` and the like
         import os
