@@ -358,3 +358,29 @@ def test_refit_with_another_method_leaves_nothing_stale():
     assert hasattr(model, "coef_")
     model.set_params(method="crs").fit(hand_sets())
     assert not hasattr(model, "coef_") and model.metrics_ == ["m1", "m2", "m3"]
+
+
+def test_refit_with_other_weights_signs_differently(tmp_path):
+    """The signature's `model:NAME@hash` is the manifest's own hash, which lists every file's
+    sha256: two fits whose config.json is the same but whose weights (arrays.npz) differ sign
+    differently; the same folder signs the same, and a copy of it too."""
+    import shutil
+
+    from dialeval.metrics.compose import Compose
+
+    def sets(seed):
+        rng = np.random.default_rng(seed)
+        m = rng.uniform(size=(60, 2))
+        y = 2 * m[:, 0] - m[:, 1] + 0.3 * rng.normal(size=60)
+        return [DevSet("s", {"bleu2": m[:, 0], "rouge_l": m[:, 1]}, {"overall": y})]
+
+    a, b = tmp_path / "a" / "fit", tmp_path / "b" / "fit"
+    ComposeModel(method="ridge").fit(sets(0)).save(a)
+    ComposeModel(method="ridge").fit(sets(1)).save(b)
+    assert (a / "config.json").read_bytes() == (b / "config.json").read_bytes()   # the defect's case
+    assert (a / "arrays.npz").read_bytes() != (b / "arrays.npz").read_bytes()
+    sig_a, sig_b = str(Compose(compose_model=str(a)).signature()), str(Compose(compose_model=str(b)).signature())
+    assert "model:fit@" in sig_a and sig_a != sig_b
+    assert str(Compose(compose_model=str(a)).signature()) == sig_a
+    shutil.copytree(a, tmp_path / "c" / "fit")
+    assert str(Compose(compose_model=str(tmp_path / "c" / "fit")).signature()) == sig_a

@@ -306,6 +306,34 @@ class Metric:
         total = np.nansum(stats, axis=0)
         return float(total[0] / total[1]) if total[1] else math.nan
 
+    # -- how a system's value is made from its score rows ---------------------------------------
+    # `compare`, `report` and `correlate --level system` read this declaration from the class,
+    # without building the metric (building may load a model), and rebuild each system's value
+    # as `score` prints it (`meta.systems.measures_from_rows`):
+    # - "mean": the mean of the rows' sentence scores (most metrics);
+    # - "summed-stats": `corpus_from_stats` of the summed statistics rows that
+    #   `score --with-stats` writes (corpus BLEU, METEOR with refs_mode multi); the metric is built
+    #   for its reducer, so it must build without a model;
+    # - "needs-rows": recomputed from the rows' responses by the metric itself
+    #   (`rows_table`), as diversity needs the n-gram types of all a system's responses.
+    SYSTEM_VALUES: ClassVar[tuple[str, ...]] = ("mean", "summed-stats", "needs-rows")
+
+    @classmethod
+    def system_value(cls, refs_mode: str = "multi") -> str:
+        """How a system's value comes from its score rows, one of `SYSTEM_VALUES` (see above);
+        `refs_mode` is the one the scores were made with (from their signature)."""
+        if cls.corpus_from_summed_stats and (refs_mode == "multi" or not cls.needs_references):
+            return "summed-stats"
+        return "mean"
+
+    def rows_table(self, responses: Sequence[str]) -> Any:
+        """For `system_value() == "needs-rows"`: an object over the rows' `responses` with
+        `value(idx)` (the system value of the responses `idx`, exactly as `score` gives it),
+        `weighted(idx, weights)` ((R,) values of those responses taken `weights[r, j]` times
+        each, vectorised: the approximate-randomization swaps) and `row_keys` ((n,) floats,
+        equal for two responses that count the same)."""
+        raise NotImplementedError
+
     # -- mergeable state ----------------------------------------------------------------------
     def reduction(self) -> str:
         """How this metric's statistics reduce: "sum" or "concat" (see the module doc)."""

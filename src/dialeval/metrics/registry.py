@@ -206,6 +206,15 @@ _SPECS: list[MetricSpec] = [
                "composition over reference-based and reference-free metrics (ridge over the MME "
                "sub-metrics, sent_cosine and BERTScore F); needs references", extra="compose",
                passes_options=True, default_model="compose_ref", model_option="compose_ref_model"),
+    *[MetricSpec(name, f"dialeval.metrics.judge.metric:{cls}", "judge",
+                 f"local LLM judge (SmolLM2-135M-Instruct by default): expected 1-5 rating of {what}",
+                 extra="lm")
+      for name, cls, what in [
+          ("judge", "JudgeOverall", "overall quality"),
+          ("judge_relevance", "JudgeRelevance", "relevance"),
+          ("judge_coherence", "JudgeCoherence", "coherence"),
+          ("judge_fluency", "JudgeFluency", "fluency"),
+          ("judge_engagement", "JudgeEngagement", "engagement")]],
 ]
 
 ENTRY_POINT_GROUP = "dialeval.metrics"

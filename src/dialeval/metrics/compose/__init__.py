@@ -55,6 +55,7 @@ class Compose(Metric):
             raise DialevalError(f"metric {self.name!r} needs a fitted composition: {flag} DIR "
                                 "(fit one with `dialeval fit compose`)")
         from .model import ComposeModel
+        from ...models.defaults import model_digest
         from ...models.store import read_manifest
         from ..registry import REGISTRY
 
@@ -85,9 +86,9 @@ class Compose(Metric):
                 warnings.warn(f"compose: {metric.name} is now {now}, fitted as {then}; "
                               "its weights may not fit these scores", ComposeSignatureWarning,
                               stacklevel=2)
-        manifest = read_manifest(self.model_dir) or {}
-        digest = (manifest.get("files", {}).get("config.json") or {}).get("sha256", "")
-        self.fingerprint = digest[:8]
+        # the manifest's own hash: it lists every file's sha256 (config.json and the weights in
+        # arrays.npz), so a refit with other weights signs differently (the rule `default:NAME@`)
+        self.fingerprint = model_digest(self.model_dir)[:12] if read_manifest(self.model_dir) else ""
 
     # -- the composed metrics' corpus-wide first passes, forwarded ----------------------------
     # The engine gathers the passes its plan's metrics name (`corpus_pass_key`); the metrics

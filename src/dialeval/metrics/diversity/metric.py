@@ -75,6 +75,18 @@ class _Diversity(Metric):
     def partial_state(self, stats: np.ndarray) -> MetricState:
         raise NotImplementedError("diversity states come from compute() (MetricOutput.extra['state'])")
 
+    @classmethod
+    def system_value(cls, refs_mode: str = "multi") -> str:
+        return "needs-rows"   # the n-gram types of all a system's responses, not a row mean
+
+    def rows_table(self, responses) -> "NGramTable":
+        batch = Batch(list(responses), [[] for _ in responses])
+        return NGramTable(self, response_ngrams(batch, self.tokenizer, self.order))
+
+    def corpus_from_count_rows(self, counts: np.ndarray) -> np.ndarray:
+        """`corpus_from_counts` of each row of `counts` ((R, types) occurrences), vectorised."""
+        raise NotImplementedError
+
 
 class DistinctN(_Diversity):
     """Distinct-n: distinct n-grams over n-gram occurrences of all a system's responses.
@@ -93,6 +105,11 @@ class DistinctN(_Diversity):
         total = sum(counts.values())
         return len(counts) / total if total else 0.0
 
+    def corpus_from_count_rows(self, counts: np.ndarray) -> np.ndarray:
+        total = counts.sum(axis=1)
+        types = (counts > 0).sum(axis=1)
+        return np.where(total > 0, types / np.where(total > 0, total, 1), 0.0)
+
 
 class EntropyN(_Diversity):
     """Entropy-n: Shannon entropy (bits) of the n-gram distribution of a system's responses.
@@ -110,3 +127,63 @@ class EntropyN(_Diversity):
     def corpus_from_counts(self, counts: dict) -> float:
         value = _entropy(counts.values())
         return 0.0 if math.isnan(value) else value
+
+    def corpus_from_count_rows(self, counts: np.ndarray) -> np.ndarray:
+        total = counts.sum(axis=1, keepdims=True)
+        safe = np.where(total > 0, total, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(counts > 0, counts * np.log2(np.where(counts > 0, counts, 1.0) / safe), 0.0)
+        return np.where(total[:, 0] > 0, -terms.sum(axis=1) / safe[:, 0], 0.0) + 0.0
+
+
+class NGramTable:
+    """A system value recomputed from score rows (`Metric.rows_table`): each response's n-gram
+    counts, once. `value(idx)` merges the rows' tables as a `score` run merges its shards' (the
+    same numbers); `weighted` builds the (R, types) occurrence matrix of weighted rows from a
+    sparse (row, type, count) list in chunks, so its memory is about 4 million floats whatever
+    the file's size."""
+
+    CHUNK = 4_000_000
+
+    def __init__(self, metric: _Diversity, per_row: list[list[tuple[str, ...]]]):
+        self.metric = metric
+        self.rows = [Counter(grams) for grams in per_row]
+        type_ids: dict = {}
+        kinds: dict = {}
+        entry_type, entry_count, lengths, keys = [], [], [], []
+        for table in self.rows:
+            for gram, c in table.items():
+                entry_type.append(type_ids.setdefault(gram, len(type_ids)))
+                entry_count.append(c)
+            lengths.append(len(table))
+            keys.append(kinds.setdefault(frozenset(table.items()), len(kinds)))
+        self.entry_type = np.asarray(entry_type, dtype=np.int64)
+        self.entry_count = np.asarray(entry_count, dtype=np.float64)
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
+        self.row_keys = np.asarray(keys, dtype=np.float64)
+
+    def value(self, idx) -> float:
+        merged: Counter = Counter()
+        for i in np.asarray(idx, dtype=np.int64).tolist():
+            merged.update(self.rows[i])
+        return self.metric.corpus_from_counts(dict(merged))
+
+    def weighted(self, idx, weights: np.ndarray) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        weights = np.asarray(weights, dtype=np.float64)
+        lengths = self.lengths[idx]
+        column = np.repeat(np.arange(len(idx)), lengths)          # which idx each entry is of
+        first = np.repeat(self.starts[idx] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+        entries = np.arange(len(column)) + first                    # positions in the entry list
+        if not len(entries):
+            return self.metric.corpus_from_count_rows(np.zeros((len(weights), 1)))
+        types, local = np.unique(self.entry_type[entries], return_inverse=True)
+        order = np.argsort(local, kind="stable")
+        column, count = column[order], self.entry_count[entries][order]
+        bounds = np.flatnonzero(np.r_[True, np.diff(local[order]) != 0])
+        step = max(1, self.CHUNK // len(order))
+        out = [self.metric.corpus_from_count_rows(
+                   np.add.reduceat(weights[r:r + step][:, column] * count, bounds, axis=1))
+               for r in range(0, len(weights), step)]
+        return np.concatenate(out) if out else np.zeros(0)

@@ -31,6 +31,7 @@ class LoadedLM:
     layout: str = "plain"
     lowercase: bool = False
     _frame: "Frame | None" = None
+    _split: "bool | None" = None     # logprob.py: decoder + output layer apart gives the same bits
 
     def encode(self, text: str) -> list[int]:
         """Token ids of one utterance, with the leading space a byte-level BPE gives mid-text

