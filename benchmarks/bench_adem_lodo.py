@@ -43,6 +43,11 @@ RECIPES = {
     "cos_rank": {"centre": False, "rank_weight": 1.0},
     "cos_std": {"centre": False, "standardise": True},
     "cos_std_rank": {"centre": False, "standardise": True, "rank_weight": 1.0},
+    # the shipped recipe with the probe families parrot, generic and other_item as training
+    # negatives (each training row's variants at the bottom of the scale); empty, punct,
+    # shuffle, loop, truncate and script stay out of training
+    "cos_std_rank_neg": {"centre": False, "standardise": True, "rank_weight": 1.0,
+                         "hard_negatives": "parrot,generic,other_item"},
 }
 
 
@@ -86,12 +91,27 @@ def run(spec, recipes, grid, suffix="", variant="adem"):
     from dialeval.metrics.learned.adem.data import split_by_context
     from dialeval.metrics.learned.adem.model import Adem
 
+    from dialeval.metrics.learned.adem.model import negative_rows
+
     rows = [r for r in pool() if r.references]
+    n_real = len(rows)
     ctx, txt, k = encode_pool(rows, spec, log=log)
     C, R, H = vectors(rows, ctx, txt, k)
     y = np.array([r.score for r in rows])
     lengths = np.array([len(r.response.split()) for r in rows])
     groups = np.array([r.dataset for r in rows])
+
+    def with_negatives(tr, families):
+        """The fold's training arrays plus the negatives made from its training rows only (an
+        other_item variant then never carries a held-out set's response into training)."""
+        negs = negative_rows([rows[i] for i in tr], families, seed=0)
+        nctx, ntxt, _ = encode_pool(rows + negs, spec, log=log)
+        nC, nR, nH = vectors(negs, nctx, ntxt, k)
+        ny = np.array([r.score for r in negs])
+        nl = np.array([len(r.response.split()) for r in negs])
+        ng = np.array([r.dataset for r in negs])
+        return (np.concatenate([C[tr], nC]), np.concatenate([R[tr], nR]), np.concatenate([H[tr], nH]),
+                np.concatenate([y[tr], ny]), np.concatenate([lengths[tr], nl]), np.concatenate([groups[tr], ng]))
     os.makedirs(OUT, exist_ok=True)
     base_path = os.path.join(OUT, f"{short(spec)}__sent_cosine.npz")
     np.savez(base_path, pred=sent_cosine(rows, txt), y=y, groups=groups)
@@ -101,17 +121,20 @@ def run(spec, recipes, grid, suffix="", variant="adem"):
         if os.path.exists(path):
             log(f"{path} exists; skipped")
             continue
-        pred = np.full(len(rows), np.nan)
+        pred = np.full(n_real, np.nan)
         info = {}
         started = time.process_time()
+        recipe = dict(RECIPES[name])
+        used = set((recipe.pop("hard_negatives", "") or "").split(",")) - {""}
         for held in SETS:
             test = np.flatnonzero(groups == held)
             rest = np.flatnonzero(groups != held)
             parts = split_by_context([rows[i] for i in rest], [0.85, 0.15], seed=0)
             tr, va = rest[parts[0]], rest[parts[1]]
-            m = Adem(encoder=spec, variant=variant, seed=0, **BASE, **RECIPES[name])
-            m.search_vectors(grid, C[tr], R[tr], H[tr], y[tr], lengths[tr], groups[tr],
-                             val=(C[va], R[va], H[va], y[va]))
+            train = (with_negatives(tr, ",".join(sorted(used))) if used else
+                     (C[tr], R[tr], H[tr], y[tr], lengths[tr], groups[tr]))
+            m = Adem(encoder=spec, variant=variant, seed=0, **BASE, **recipe)
+            m.search_vectors(grid, *train, val=(C[va], R[va], H[va], y[va]))
             pred[test] = m.predict_vectors(C[test], R[test], H[test])
             info[held] = {"pca_dims": m.pca_dims, "lr": m.lr, "val_spearman": m.training_["val_spearman"],
                           "best_epoch": m.training_["best_epoch"]}

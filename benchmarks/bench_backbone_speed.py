@@ -15,6 +15,8 @@ process (time.process_time), which other load on a shared machine disturbs less 
     python3 benchmarks/bench_backbone_speed.py --data-root $DATA --samples 20000 --refs 4
     python3 benchmarks/bench_backbone_speed.py --metrics sent_cosine,deep_am --samples 2000
     python3 benchmarks/bench_backbone_speed.py --raw lm --metrics deep_fm --samples 300 --refs 2
+    python3 benchmarks/bench_backbone_speed.py --raw lm --metrics lm_fluency --samples 300 --refs 0 \
+        --baseline OLD/src        # the same metrics from another source tree too, in the same run
 """
 
 from __future__ import annotations
@@ -105,8 +107,11 @@ def synthetic_samples(n: int, refs: int) -> list[dict]:
             for i in range(n)]
 
 
-def run_child(task: dict) -> dict:
-    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(task)], capture_output=True, text=True)
+def run_child(task: dict, src: str | None = None) -> dict:
+    env = dict(os.environ)
+    if src:
+        env["PYTHONPATH"] = os.pathsep.join([os.path.abspath(src), *filter(None, [env.get("PYTHONPATH")])])
+    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(task)], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise SystemExit(proc.stderr[-2000:])
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -121,6 +126,7 @@ def main() -> None:
     ap.add_argument("--raw", choices=["st", "lm"], default="st",
                     help="the baseline: the sentence encoder's encode (st), or one forward pass of the "
                          "default causal LM per distinct text in its fluency frame (lm; for lm_* and deep_fm)")
+    ap.add_argument("--baseline", help="another dialeval source tree (its src folder): its metrics timed too")
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args()
     if args.data_root and os.path.isdir(os.path.join(args.data_root, "dstc6-eval")):
@@ -133,13 +139,16 @@ def main() -> None:
             for s in samples:
                 handle.write(json.dumps(s) + "\n")
         rows = [run_child({"what": "raw" if args.raw == "st" else "raw-lm", "samples": path})]
+        if args.baseline:
+            rows += [dict(run_child({"what": m, "samples": path}, args.baseline), what=f"{m} (baseline)")
+                     for m in args.metrics.split(",")]
         rows += [run_child({"what": m, "samples": path}) for m in args.metrics.split(",")]
     raw = rows[0]
     print(f"{source}: {len(samples)} samples x {args.refs} references, "
           f"{raw['distinct_texts']} distinct texts, one thread")
-    print(f"{'run':<14}{'CPU s':>9}{'wall s':>9}{'load CPU s':>12}{'ratio (CPU)':>13}")
+    print(f"{'run':<24}{'CPU s':>9}{'wall s':>9}{'load CPU s':>12}{'ratio (CPU)':>13}")
     for r in rows:
-        print(f"{r['what']:<14}{r['cpu']:>9.1f}{r['wall']:>9.1f}{r['load_cpu']:>12.1f}{r['cpu'] / raw['cpu']:>13.3f}")
+        print(f"{r['what']:<24}{r['cpu']:>9.1f}{r['wall']:>9.1f}{r['load_cpu']:>12.1f}{r['cpu'] / raw['cpu']:>13.3f}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"source": source, "samples": len(samples), "refs": args.refs, "rows": rows}, handle, indent=1)

@@ -77,3 +77,34 @@ def test_ranking_and_standardised_training_run_and_keep_the_defaults_unchanged()
     assert np.array_equal(base.M_, same.M_)
     ranked = Adem(pca_dims=6, max_epochs=5, rank_weight=1.0, standardise=True).fit_vectors(C, R, H, y, None, g)
     assert not np.array_equal(base.M_, ranked.M_) and np.isfinite(ranked.M_).all()
+
+
+def test_hard_negatives_are_made_from_training_rows_only():
+    from dialeval.metrics.learned.adem.data import RatedRow, split_by_context
+    from dialeval.metrics.learned.adem.model import NEGATIVE_SCORE, negative_rows
+
+    rows = [RatedRow(id=f"r{i}", dataset="a" if i % 2 else "b", context=[f"hello number {i // 3}", f"how are you {i}"],
+                     response=f"fine thanks {i} and you", references=[f"good {i}"], score=1 + i % 5)
+            for i in range(40)]
+    negs = negative_rows(rows, "parrot,generic,other_item", seed=0)
+    by_family = {f: [n for n in negs if n.meta["negative"] == f] for f in ("parrot", "generic", "other_item")}
+    assert all(len(v) == 40 for v in by_family.values())
+    assert all(n.score == NEGATIVE_SCORE and n.response == r.context[-1]            # parrot: the last turn
+               for n, r in zip(by_family["parrot"], rows))
+    responses = {r.response for r in rows}
+    assert all(n.response in responses and n.response != r.response                  # another row's answer
+               for n, r in zip(by_family["other_item"], rows))
+    assert all(n.dataset == r.dataset for n, r in zip(by_family["generic"], rows))   # ranked within its set
+    with pytest.raises(Exception, match="unknown probe family"):
+        negative_rows(rows, "parroting", seed=0)
+    # in a fit, the split is made on the real rows first: validation gets no negatives, and each
+    # training row one per family
+    pytest.importorskip("sentence_transformers")
+    try:
+        prepared = Adem(encoder="minilm", hard_negatives="parrot,generic").prepare(rows)
+    except Exception as exc:  # noqa: BLE001  (no packaged MiniLM where the tests run)
+        pytest.skip(f"no MiniLM encoder: {exc}")
+    real_train, real_val = split_by_context(rows, [0.85, 0.15], 0)
+    assert all("negative" not in prepared.rows[i].meta for i in prepared.val_idx)
+    assert sorted(i for i in prepared.train_idx if i < len(rows)) == sorted(real_train)
+    assert len(prepared.train_idx) == 3 * len(real_train)

@@ -31,6 +31,7 @@ LEARNED = ["adem", "c_adem", "r_adem"]
 MME = ["mme_fm", "mme_rm", "mme_tcm", "mme_em", "mme_sm_nll", "mme_sm_nce", "mme_sm_ppl"]
 COMPOSE = ["compose", "compose_ref"]
 DIVERSITY = ["distinct1", "distinct2", "distinct3", "entropy1", "entropy2", "entropy3"]
+JUDGE = ["judge", "judge_relevance", "judge_coherence", "judge_fluency", "judge_engagement"]
 SEEDS = [0, 1, 2]
 
 WORDS = ("i you we the a like want to and would really pizza pasta train flight hotel city "
@@ -100,7 +101,7 @@ def assert_same(plan, samples, seeds=SEEDS, tol=0.0, corpus_tol=1e-12, before_ea
 
 def test_every_registered_metric_is_covered():
     assert sorted(REGISTRY) == sorted(OVERLAP + EMBEDDING + BERTSCORE + LM + DEEP_AMFM + AMFM + LEARNED + MME
-                                      + COMPOSE + DIVERSITY)
+                                      + COMPOSE + DIVERSITY + JUDGE)
 
 
 def test_diversity_metrics_shard_exactly():
@@ -458,3 +459,16 @@ def test_metrics_that_only_subclass_metric_work_unchanged():
             [n for n, s in zip(lengths, samples) if s.system == system]))
     ratio = res.sentence["length_ratio"]
     assert res.corpus["length_ratio"] == pytest.approx(np.nanmean(ratio), abs=1e-12)
+
+
+def test_judge_shards_exactly():
+    """One prompt at a time (the default) and a cached prefix that is the template's own, not
+    the rows': a judge score is the same bits whatever shard it falls in."""
+    pytest.importorskip("transformers")
+    from dialeval.models.pretrained import smollm2_135m
+
+    try:
+        smollm2_135m(prepare=False)
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"SmolLM2-135M-Instruct is not prepared here: {exc}")
+    assert_same(make_plan(["judge"]), make_samples(n=8), seeds=[0])

@@ -35,9 +35,9 @@ def add_metric_flags(parser: argparse.ArgumentParser) -> list[str]:
             if group is None:
                 group = groups[spec.family] = parser.add_argument_group(f"{spec.family} metric options")
             kwargs: dict = {"dest": name, "default": None,
-                            "help": (opt.help or name.replace("_", " ")) +
-                                    ("" if opt.default is None or "default" in opt.help
-                                     else f" (default: {opt.default})")}
+                            "help": argparse_text((opt.help or name.replace("_", " ")) +
+                                                  ("" if opt.default is None or "default" in opt.help
+                                                   else f" (default: {opt.default})"))}
             if opt.type is bool:
                 kwargs["action"] = argparse.BooleanOptionalAction
             else:
@@ -48,6 +48,12 @@ def add_metric_flags(parser: argparse.ArgumentParser) -> list[str]:
                     del kwargs["metavar"]
             group.add_argument(opt.flag, **kwargs)
     return list(seen)
+
+
+def argparse_text(text: str) -> str:
+    """A docstring's help as argparse prints it: a `%` in prose ("6% less time") is a format
+    directive to argparse, which would crash `--help`."""
+    return text.replace("%", "%%")
 
 
 def add_scoring_flags(parser: argparse.ArgumentParser, metric_flags: bool = True) -> None:
@@ -93,7 +99,7 @@ def add_estimator_flags(parser, cls: type, names: list[str] | None = None, *, ex
         if default is not None and "default" not in text:
             text += f" (default: {default})"
         flags = [opt.flag, *[a for a in aliases.get(name, []) if a != opt.flag]]
-        kwargs: dict = {"dest": name, "default": default, "help": text}
+        kwargs: dict = {"dest": name, "default": default, "help": argparse_text(text)}
         if opt.type is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         else:

@@ -54,8 +54,9 @@ def descriptive_reason(n_systems: int) -> str | None:
 
 
 DEFINITION = ("system level: each system's corpus score, as `dialeval score` prints it (corpus "
-              "BLEU/METEOR from summed statistics, the mean of sentence scores for the other "
-              "metrics), against the mean of its items' human ratings")
+              "BLEU/METEOR from summed statistics, distinct-n/entropy-n recomputed from the "
+              "system's responses, the mean of sentence scores for the other metrics), against "
+              "the mean of its items' human ratings")
 
 
 def _groups(systems: Sequence, human: np.ndarray) -> tuple[list, list[np.ndarray]]:
@@ -109,7 +110,7 @@ def _bootstrap(measures: Sequence[Measure], human: np.ndarray, systems: Sequence
             ys.append(np.stack([(counts[:, a:b] @ hv[a:b]) / (counts[:, a:b] @ rated[a:b])
                                 for a, b in zip(bounds, bounds[1:])], axis=1))
         for k, m in enumerate(measures):
-            xs[k].append(np.stack([m.reduce(counts[:, a:b] @ m.stats[rows[a:b]])
+            xs[k].append(np.stack([m.resampled(rows[a:b], counts[:, a:b])
                                    for a, b in zip(bounds, bounds[1:])], axis=1))
     return ([np.concatenate(x) if x else np.zeros((0, len(idx))) for x in xs],
             np.concatenate(ys) if ys else np.zeros((0, len(idx))))

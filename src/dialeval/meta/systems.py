@@ -3,7 +3,10 @@
 A system's corpus score is recomputed on every resample from the per-sample statistics rows,
 so corpus BLEU is BLEU of the *summed* n-gram statistics of the resampled items, never a mean
 of sentence BLEU. Metrics whose corpus score is the mean of sentence scores (ROUGE-L, CIDEr,
-embedding metrics, ...) resample those sentence scores. Human scores are treated as such a
+embedding metrics, ...) resample those sentence scores. Each metric declares which of these it
+is (`Metric.system_value`, read without building it); distinct-n and entropy-n declare
+"needs-rows": their system values are recomputed from the rows' responses (`RowsMeasure`, which
+has no bootstrap CI but an approximate-randomization test). Human scores are treated as such a
 mean: a system's human score is the mean over its items of the items' mean rating.
 
 The tests follow sacreBLEU (`sacrebleu/significance.py`) exactly, so that a p-value printed
@@ -64,22 +67,46 @@ Reducer = Callable[[np.ndarray], np.ndarray]   # (R, k) summed statistics -> (R,
 
 # --- statistics rows ---------------------------------------------------------------------------
 
+def signature_option(signature: str | None, key: str) -> str | None:
+    """The value of `key:value` in a signature (`name|key:value|...`), or None."""
+    for part in (signature or "").split("|")[1:]:
+        k, sep, value = part.partition(":")
+        if sep and k == key:
+            return value
+    return None
+
+
+def system_value_of(name: str, signature: str | None = None) -> str | None:
+    """How metric `name`'s system value is made from score rows (`Metric.system_value`: "mean",
+    "summed-stats" or "needs-rows"), read from its class for scores signed `signature` (their
+    refs mode) without building it, so no model is loaded; None for a name no installed metric
+    has (its system value is then the mean of its rows)."""
+    from ..metrics.registry import metric_spec
+
+    try:
+        cls = metric_spec(name).metric_class()
+    except DialevalError:
+        return None
+    declared = getattr(cls, "system_value", None)
+    if declared is None:
+        return None
+    return declared(signature_option(signature, "refs") or "multi")
+
+
 def stats_metrics(result) -> dict[str, Any]:
-    """The metrics of a ScoreResult whose corpus score is *not* the mean of sentence scores
-    (corpus BLEU, METEOR with `refs_mode multi`), as built Metric objects by name."""
+    """The metrics of a ScoreResult whose corpus score comes from summed statistics rows
+    (declared "summed-stats": corpus BLEU, METEOR with `refs_mode multi`), as built Metric
+    objects by name; the others are not built."""
     from ..metrics.registry import build_metric
 
     out = {}
     for name in result.metrics:
+        if name not in result.stats or system_value_of(name, result.signatures.get(name, "")) != "summed-stats":
+            continue          # a mean (single-reference modes too) or recomputed from the rows
         try:
-            metric = build_metric(name)
+            out[name] = build_metric(name)
         except DialevalError:
             continue
-        if metric.corpus_from_summed_stats and name in result.stats:
-            sig = result.signatures.get(name, "")
-            if "refs:max" in sig or "refs:mean" in sig:
-                continue          # single-reference modes: the corpus score is a mean
-            out[name] = metric
     return out
 
 
@@ -248,11 +275,51 @@ class Measure:
     name: str
     stats: np.ndarray          # (n_rows, k); invalid rows are all zeros
     reduce: Reducer
-    kind: str                  # "corpus-stats" or "mean"
+    kind: str                  # "corpus-stats", "mean" or "corpus-rows" (`RowsMeasure`)
     signature: str = ""
 
     def score(self, idx: np.ndarray) -> float:
         return float(self.reduce(self.stats[idx].sum(axis=0, keepdims=True))[0])
+
+    def resampled(self, idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Scores of the items `idx` under each resample of `counts` (R, len(idx))."""
+        return self.reduce(counts @ self.stats[idx])
+
+
+def _no_reduce(total: np.ndarray) -> np.ndarray:
+    return np.full(len(total), np.nan)
+
+
+@dataclass
+class RowsMeasure(Measure):
+    """A metric whose system value is recomputed from the rows' responses by the metric itself
+    (declared "needs-rows": distinct-n, entropy-n), through `Metric.rows_table`. `score(idx)` is
+    exactly what `score` prints for those rows. Its `stats` are (row key, 1) rows: every row
+    counts, and two rows differ where their responses count differently.
+
+    Bootstrap resamples give NaN, so such a measure has no bootstrap CI and no paired-bootstrap
+    p: resampling with replacement repeats responses, and a repeated response adds n-gram
+    occurrences but no new n-gram type, so every resample's distinct-n and entropy-n drop below
+    the system's own value by that alone (a percentile interval would not cover it).
+    Approximate randomization swaps two systems' responses without repeating any, so
+    `compare --paired-ar` gives it a p-value (`approximate_randomization_p`)."""
+
+    table: Any = None
+
+    def score(self, idx: np.ndarray) -> float:
+        return float(self.table.value(idx))
+
+    def resampled(self, idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        return np.full(len(counts), np.nan)
+
+    def swapped(self, idx_a: np.ndarray, idx_b: np.ndarray, selectors: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Values of A and B when `selectors` (T, n) keep each item's response with its own
+        system (True) or swap it (False); all-True rows give the observed values."""
+        both = np.concatenate([idx_a, idx_b])
+        keep = selectors.astype(np.float64)
+        return (self.table.weighted(both, np.hstack([keep, 1.0 - keep])),
+                self.table.weighted(both, np.hstack([1.0 - keep, keep])))
 
 
 def scored_mask(measure: "Measure", idx: np.ndarray) -> np.ndarray:
@@ -297,6 +364,35 @@ def stats_measure(name: str, rows_stats: Sequence[Sequence[float] | None], metri
     return Measure(name, stats, corpus_reducer(metric), "corpus-stats", signature)
 
 
+def rows_measure(rows: Sequence[dict], name: str, signature: str | None) -> RowsMeasure:
+    """The Measure of a metric declared "needs-rows": the metric rebuilt with the tokenizer of
+    its recorded signature (which must then be the signature it gives), its system values
+    recomputed from the rows' `response`s (every `score -o` row has one)."""
+    from ..metrics.base import Batch
+    from ..metrics.registry import build_metric
+
+    if not all(isinstance(r.get("response"), str) for r in rows):
+        raise DialevalError(f"{name}: a system's value is recomputed from its responses, which the "
+                            "scores file lacks; write it with `dialeval score -o FILE` (or leave it "
+                            "out with --metrics)")
+    tok = signature_option(signature, "tok")
+    metric = build_metric(name, **({"tokenizer": tok} if tok else {}))
+    if signature and signature != str(metric.signature()):
+        raise DialevalError(f"{name}: the scores file was scored as {signature!r}, which this "
+                            f"dialeval does not rebuild ({metric.signature()}); rescore it")
+    responses = [r["response"] for r in rows]
+    if not signature:   # nothing says how it was made: its sentence values must be the file's
+        got = np.asarray(metric.compute(Batch(responses, [[] for _ in rows])).sentence, dtype=float)
+        given = np.array([_float(r["scores"][name]) for r in rows])
+        if not np.all((np.isnan(given) & np.isnan(got)) | (np.abs(given - got) <= 1e-9)):
+            raise DialevalError(f"{name}: recomputing it from the responses with the default "
+                                "options does not give the file's scores; rescore it")
+    table = metric.rows_table(responses)
+    stats = np.stack([np.asarray(table.row_keys, dtype=float), np.ones(len(rows))], axis=1)
+    return RowsMeasure(name, stats, _no_reduce, "corpus-rows", signature or str(metric.signature()),
+                       table=table)
+
+
 def recompute_stats(rows: Sequence[dict], name: str, metric, signature: str | None
                     ) -> np.ndarray | None:
     """The statistics rows of `metric` recomputed from the rows' response and references (a
@@ -332,9 +428,12 @@ def recompute_stats(rows: Sequence[dict], name: str, metric, signature: str | No
 def measures_from_rows(rows: Sequence[dict], metrics: Sequence[str] | None = None,
                        signatures: dict[str, str] | None = None,
                        notes: list[str] | None = None) -> dict[str, Measure]:
-    """A Measure per metric of score rows; metrics with `stats` reduce them (corpus BLEU).
-    Where the rows have no statistics rows but their response and references, the statistics
-    are recomputed (`recompute_stats`), with a line in `notes`."""
+    """A Measure per metric of score rows, as each metric declares its system value
+    (`Metric.system_value`, read without building the metric, so no model is loaded): the mean
+    of the rows' scores; corpus BLEU / METEOR from the rows' `stats` (where the rows have no
+    statistics rows but their response and references, the statistics are recomputed,
+    `recompute_stats`, with a line in `notes`); distinct-n / entropy-n recomputed from the rows'
+    responses (`rows_measure`, with a line in `notes`)."""
     from ..metrics.registry import build_metric
 
     if metrics is None:
@@ -344,17 +443,25 @@ def measures_from_rows(rows: Sequence[dict], metrics: Sequence[str] | None = Non
     for m in metrics:
         if any(m not in (r.get("scores") or {}) for r in rows):
             raise DialevalError(f"metric {m!r} is not in every row of the scores file")
+        how = system_value_of(m, signatures.get(m, ""))
+        if how == "needs-rows":
+            out[m] = rows_measure(rows, m, signatures.get(m))
+            if notes is not None:
+                notes.append(f"{m}: each system's value is recomputed from its responses (as "
+                             "`score` prints it); no bootstrap CI or paired-bootstrap p: "
+                             "resampling repeats responses, which by itself lowers it; "
+                             "`compare --paired-ar` gives a p-value")
+            continue
         has_stats = all(m in (r.get("stats") or {}) for r in rows)
         metric = None
-        try:
-            metric = build_metric(m)
-        except DialevalError:
-            pass
+        if how == "summed-stats":   # built for its reducer; these metrics load no model
+            try:
+                metric = build_metric(m)
+            except DialevalError:
+                pass
         if has_stats and metric is not None:
             out[m] = stats_measure(m, [r["stats"][m] for r in rows], metric, signatures.get(m, ""))
-        elif (metric is not None and metric.corpus_from_summed_stats
-              and "refs:max" not in signatures.get(m, "") and "refs:mean" not in signatures.get(m, "")
-              and not any("stats" in r for r in rows)):
+        elif metric is not None and not any("stats" in r for r in rows):
             stats = recompute_stats(rows, m, metric, signatures.get(m))
             if stats is not None:
                 out[m] = stats_measure(m, list(stats), metric, signatures.get(m) or str(metric.signature()))
@@ -389,7 +496,7 @@ def ar_selectors(n: int, n_trials: int, seed: int | None) -> np.ndarray:
 
 def resampled_scores(measure: Measure, idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Scores of the items `idx` of `measure` under each resample of `counts` (R, len(idx))."""
-    return measure.reduce(counts @ measure.stats[idx])
+    return measure.resampled(idx, counts)
 
 
 def estimate_ci(scores: np.ndarray) -> tuple[float, float, float]:
@@ -410,11 +517,25 @@ def paired_bootstrap_p(base: np.ndarray, other: np.ndarray, observed: float) -> 
     if observed == 0:
         return 1.0          # no difference to explain (see the module docstring)
     diffs = np.abs(other - base)
+    if not np.isfinite(diffs).any():
+        return math.nan     # no resampled value at all (a `RowsMeasure`): no test
     return p_value(diffs - diffs.mean(), abs(observed))
 
 
 def approximate_randomization_p(measure_a: Measure, idx_a: np.ndarray, measure_b: Measure,
                                 idx_b: np.ndarray, selectors: np.ndarray) -> float:
+    if isinstance(measure_a, RowsMeasure) and measure_b is measure_a:
+        shuf_a, shuf_b = [], []
+        for start in range(0, len(selectors), 1000):
+            sa, sb = measure_a.swapped(idx_a, idx_b, selectors[start:start + 1000])
+            shuf_a.append(sa)
+            shuf_b.append(sb)
+        # the observed difference from the same vectorised sums as the swaps
+        keep_a, keep_b = measure_a.swapped(idx_a, idx_b, np.ones((1, len(idx_a)), dtype=bool))
+        observed = abs(float(keep_a[0]) - float(keep_b[0]))
+        if observed == 0:
+            return 1.0
+        return p_value(np.abs(np.concatenate(shuf_a) - np.concatenate(shuf_b)), observed)
     a, b = measure_a.stats[idx_a], measure_b.stats[idx_b]
     sum_a, sum_b, diff = a.sum(axis=0), b.sum(axis=0), a - b
     shuf_a, shuf_b = [], []
@@ -719,7 +840,7 @@ def fmt_bound(p: float) -> str:
 
 
 __all__ = ["Comparison", "Measure", "compare_systems", "score_rows", "measures_from_rows",
-           "mean_measure", "stats_measure", "resample_counts", "ar_selectors", "estimate_ci",
+           "mean_measure", "stats_measure", "RowsMeasure", "rows_measure", "system_value_of", "resample_counts", "ar_selectors", "estimate_ci",
            "paired_bootstrap_p", "approximate_randomization_p", "p_value", "item_keys",
            "resolve_pair_by", "min_attainable_p", "PAIR_BY",
            "significance_mark", "human_value", "TESTS", "DEFAULT_SEED", "DEFAULT_RESAMPLES"]

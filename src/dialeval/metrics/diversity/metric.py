@@ -83,8 +83,8 @@ class _Diversity(Metric):
         batch = Batch(list(responses), [[] for _ in responses])
         return NGramTable(self, response_ngrams(batch, self.tokenizer, self.order))
 
-    def corpus_from_count_rows(self, counts: np.ndarray) -> np.ndarray:
-        """`corpus_from_counts` of each row of `counts` ((R, types) occurrences), vectorised."""
+    def corpus_from_count_columns(self, counts: np.ndarray) -> np.ndarray:
+        """`corpus_from_counts` of each column of `counts` ((types, R) occurrences), vectorised."""
         raise NotImplementedError
 
 
@@ -105,9 +105,9 @@ class DistinctN(_Diversity):
         total = sum(counts.values())
         return len(counts) / total if total else 0.0
 
-    def corpus_from_count_rows(self, counts: np.ndarray) -> np.ndarray:
-        total = counts.sum(axis=1)
-        types = (counts > 0).sum(axis=1)
+    def corpus_from_count_columns(self, counts: np.ndarray) -> np.ndarray:
+        total = counts.sum(axis=0)
+        types = np.count_nonzero(counts, axis=0)
         return np.where(total > 0, types / np.where(total > 0, total, 1), 0.0)
 
 
@@ -128,20 +128,30 @@ class EntropyN(_Diversity):
         value = _entropy(counts.values())
         return 0.0 if math.isnan(value) else value
 
-    def corpus_from_count_rows(self, counts: np.ndarray) -> np.ndarray:
-        total = counts.sum(axis=1, keepdims=True)
+    def corpus_from_count_columns(self, counts: np.ndarray) -> np.ndarray:
+        # -sum c log2(c / total) / total = log2(total) - sum c log2(c) / total
+        total = counts.sum(axis=0)
         safe = np.where(total > 0, total, 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(counts > 0, counts * np.log2(np.where(counts > 0, counts, 1.0) / safe), 0.0)
-        return np.where(total[:, 0] > 0, -terms.sum(axis=1) / safe[:, 0], 0.0) + 0.0
+        whole = counts.astype(np.int64)
+        if whole.size and whole.min() >= 0 and np.array_equal(whole, counts):
+            top = int(whole.max())   # whole counts (the AR swaps): c log2 c from a table
+            table = np.zeros(top + 1)
+            table[1:] = np.arange(1, top + 1) * np.log2(np.arange(1, top + 1))
+            clogc = table[whole].sum(axis=0)
+        else:
+            terms = np.zeros_like(counts)
+            np.log2(counts, out=terms, where=counts > 0)
+            clogc = (terms * counts).sum(axis=0)
+        return np.where(total > 0, np.log2(safe) - clogc / safe, 0.0) + 0.0
 
 
 class NGramTable:
     """A system value recomputed from score rows (`Metric.rows_table`): each response's n-gram
     counts, once. `value(idx)` merges the rows' tables as a `score` run merges its shards' (the
-    same numbers); `weighted` builds the (R, types) occurrence matrix of weighted rows from a
-    sparse (row, type, count) list in chunks, so its memory is about 4 million floats whatever
-    the file's size."""
+    same numbers); `weighted` multiplies the sparse (types, rows) occurrence table by the
+    weights, a chunk of weight rows at a time, so its memory is about 4 million floats a chunk
+    whatever the file's size (an approximate-randomization test of two 2,000-response systems
+    with 10,000 trials: about 10 s a metric on one core)."""
 
     CHUNK = 4_000_000
 
@@ -170,20 +180,19 @@ class NGramTable:
         return self.metric.corpus_from_counts(dict(merged))
 
     def weighted(self, idx, weights: np.ndarray) -> np.ndarray:
+        from scipy import sparse
+
         idx = np.asarray(idx, dtype=np.int64)
         weights = np.asarray(weights, dtype=np.float64)
         lengths = self.lengths[idx]
         column = np.repeat(np.arange(len(idx)), lengths)          # which idx each entry is of
         first = np.repeat(self.starts[idx] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
         entries = np.arange(len(column)) + first                    # positions in the entry list
-        if not len(entries):
-            return self.metric.corpus_from_count_rows(np.zeros((len(weights), 1)))
         types, local = np.unique(self.entry_type[entries], return_inverse=True)
-        order = np.argsort(local, kind="stable")
-        column, count = column[order], self.entry_count[entries][order]
-        bounds = np.flatnonzero(np.r_[True, np.diff(local[order]) != 0])
-        step = max(1, self.CHUNK // len(order))
-        out = [self.metric.corpus_from_count_rows(
-                   np.add.reduceat(weights[r:r + step][:, column] * count, bounds, axis=1))
+        # (types, rows) occurrences: a chunk's (types, R) counts are table @ weights.T
+        table = sparse.csr_matrix((self.entry_count[entries], (local.ravel(), column)),
+                                  shape=(max(len(types), 1), len(idx)))
+        step = max(1, self.CHUNK // max(len(types), 1))
+        out = [self.metric.corpus_from_count_columns(np.asarray(table @ weights[r:r + step].T))
                for r in range(0, len(weights), step)]
         return np.concatenate(out) if out else np.zeros(0)

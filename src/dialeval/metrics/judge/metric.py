@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -41,6 +41,18 @@ def default_judge_model() -> str:
     return os.fspath(smollm2_135m())
 
 
+def cast_copy(model, dtype):
+    """A copy of `model` in `dtype` that never holds a second float32 copy of the weights: each
+    parameter is cast on its own (tied weights stay tied: one object, one cast), the rest of the
+    module is deep-copied around them."""
+    import torch
+
+    memo: dict[int, Any] = {id(p): torch.nn.Parameter(p.detach().to(dtype), requires_grad=False)
+                            for p in model.parameters()}
+    clone = copy.deepcopy(model, memo)
+    return clone.to(dtype).eval()
+
+
 class JudgeModel:
     """A causal LM ready to judge: the backbone, the weights in the asked precision, and the
     frame around a prompt (chat header or plain)."""
@@ -57,8 +69,8 @@ class JudgeModel:
             import torch
 
             # a private copy: the cached backbone stays float32 for every other user
-            self.model = self.backbone.attach(("judge", precision), lambda: copy.deepcopy(self.backbone.model)
-                                              .to(torch.bfloat16))
+            self.model = self.backbone.attach(("judge", precision), lambda: cast_copy(self.backbone.model,
+                                                                                      torch.bfloat16))
         self.chat = bool(getattr(self.tokenizer, "chat_template", None))
         config = self.model.config
         self.max_len = int(getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
@@ -78,7 +90,7 @@ class JudgeModel:
             head = self.tokenizer.apply_chat_template([{"role": "user", "content": user}], tokenize=False,
                                                       add_generation_prompt=True)
             return head + template.answer
-        return user + "\n" + (template.answer or "Rating (1-5):")
+        return user + "\n" + (template.answer or "Rating (1-5): ")
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text, add_special_tokens=not self.chat))
@@ -116,9 +128,11 @@ class JudgeScore(Metric):
         judge_template: prompt template file with {context}, {response} and optionally
             {references} placeholders, or a shipped template's name (default: the quality's own)
         judge_precision: fp32 (default) or bf16
-        judge_context_turns: last context turns shown to the judge (default 5; 0: all)
-        judge_batch_tokens: token budget of one forward pass, padding included (default 4096;
-            0: one prompt at a time)
+        judge_context_turns: last context turns shown to the judge (default 2; 0: all)
+        judge_batch_tokens: token budget of one forward pass, padding included (default 0: one
+            prompt at a time, so a score never depends on the rows beside it, as the engine
+            promises for any --chunk-size; a budget batches left-padded rows, 6% less CPU
+            time, values moved by float rounding, ~1e-6)
         judge_device: torch device (default cpu)
     """
 
@@ -131,8 +145,9 @@ class JudgeScore(Metric):
     score_range = (1.0, 5.0)
 
     def __init__(self, judge_model: str | None = None, judge_template: str | None = None,
-                 judge_precision: str = "fp32", judge_context_turns: int = 5, judge_batch_tokens: int = 4096,
-                 judge_device: str = "cpu", refs_mode: str = "multi", tokenizer: str | None = None):
+                 judge_precision: Literal["fp32", "bf16"] = "fp32", judge_context_turns: int = 2,
+                 judge_batch_tokens: int = 0, judge_device: str = "cpu", refs_mode: str = "multi",
+                 tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         if judge_precision not in PRECISIONS:
             raise DialevalError(f"--judge-precision {judge_precision!r}: choose from {', '.join(PRECISIONS)}")
@@ -159,6 +174,17 @@ class JudgeScore(Metric):
             text = self.judge.prompt_text(self.template.fill(turns, response, refs), self.template)
         return text
 
+    def template_prefix(self, strip: bool) -> int:
+        """Tokens every prompt of this template starts with whatever the data (the prompt with
+        two different fillings, compared): the prefix computed once and reused. It must not
+        depend on which rows share a call, or a score would depend on its shard."""
+        if getattr(self, "_template_prefix", None) is None:
+            a, b = (self.prompt([c], c, [c]) for c in ("@", "#"))
+            if strip:
+                a, b = a.rstrip(" "), b.rstrip(" ")
+            self._template_prefix = shared_prefix([self.judge.encode(a), self.judge.encode(b)])
+        return self._template_prefix
+
     # -- scoring ------------------------------------------------------------------------------
     def scores(self, batch: Batch) -> np.ndarray:
         key = ("judge", os.path.realpath(self.model_path), self.precision, self.device, self.template.sha,
@@ -175,7 +201,7 @@ class JudgeScore(Metric):
         if strip:
             texts = [t.rstrip(" ") for t in texts]
         tokens = [self.judge.encode(t) for t in texts]
-        logits = rating_logits(self.judge, tokens, ids, self.batch_tokens)
+        logits = rating_logits(self.judge, tokens, ids, self.batch_tokens, self.template_prefix(strip))
         out[rows] = expected_rating(logits)
         return out
 
@@ -197,7 +223,7 @@ def expected_rating(logits: np.ndarray) -> np.ndarray:
     z = z - z.max(axis=1, keepdims=True)
     p = np.exp(z)
     p /= p.sum(axis=1, keepdims=True)
-    return p @ np.arange(1.0, 6.0)
+    return (p * np.arange(1.0, 6.0)).sum(axis=1)   # row-wise: a BLAS product rounds with the row count
 
 
 def shared_prefix(tokens: list[list[int]]) -> int:
@@ -213,15 +239,20 @@ def shared_prefix(tokens: list[list[int]]) -> int:
 
 
 def rating_logits(judge: JudgeModel, tokens: list[list[int]], rating_ids: list[int],
-                  batch_tokens: int) -> np.ndarray:
-    """(n, 5) float32 logits of the rating tokens at the last position of each token list."""
+                  batch_tokens: int, fixed_prefix: int | None = None) -> np.ndarray:
+    """(n, 5) float32 logits of the rating tokens at the last position of each token list.
+    `fixed_prefix`: the template's data-independent prefix; the cached prefix is never longer,
+    so the split (and each value's rounding) does not depend on the rows of the call."""
     import torch
 
     from ...backbones.runtime import apply_thread_policy
 
     apply_thread_policy()
     model, device = judge.model, judge.backbone.device
-    prefix_len = shared_prefix(tokens) if len(tokens) > 1 else 0
+    if fixed_prefix is None:
+        prefix_len = shared_prefix(tokens) if len(tokens) > 1 else 0
+    else:
+        prefix_len = min(fixed_prefix, shared_prefix(tokens + [tokens[0]]))
     prefix_cache = None
     if prefix_len >= MIN_PREFIX:
         with torch.inference_mode():

@@ -31,7 +31,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ..base import Batch, Metric
-from .logprob import BATCH_SIZE
+from .logprob import BATCH_SIZE, TOKEN_BUDGET
 
 AM_REFS = ("max", "mean", "centroid")
 FM_REFS = ("max", "mean")
@@ -134,7 +134,8 @@ class _LMHalf:
     """Deep FM over a causal LM (loaded as the LM metrics load theirs), each text scored once."""
 
     def __init__(self, lm_model: str | os.PathLike | None, batch_size: int, device: str, layout: str,
-                 fm_refs: str, metric: str):
+                 fm_refs: str, metric: str, token_budget: int = TOKEN_BUDGET,
+                 precision: str = "fp32"):
         if not lm_model:
             raise DialevalError(f"metric {metric!r} needs a language model: --lm-model DIR "
                                 "(train one with `dialeval train lm`)")
@@ -144,13 +145,18 @@ class _LMHalf:
 
         self.model_dir = os.fspath(lm_model)
         self.batch_size = int(batch_size)
+        self.token_budget = int(token_budget)
+        if self.batch_size < 1 or self.token_budget < 1:
+            raise DialevalError(f"--lm-batch-size and --lm-token-budget must be at least 1, "
+                                f"got {batch_size} and {token_budget}")
         self.device = device
         self.fm_refs = fm_refs
-        self.lm = cached_lm(self.model_dir, device, layout)
+        self.lm = cached_lm(self.model_dir, device, layout, precision)
         self._known: OrderedDict[str, float] = OrderedDict()
 
     def tag(self) -> str:
-        return f"{os.path.basename(os.path.normpath(self.model_dir))}@{self.lm.fingerprint}"
+        dtype = "" if self.lm.precision == "fp32" else f"+{self.lm.precision}"
+        return f"{os.path.basename(os.path.normpath(self.model_dir))}@{self.lm.fingerprint}{dtype}"
 
     def fluency(self, texts: Sequence[str]) -> np.ndarray:
         """Mean log-probability per token of each text (NaN for an empty one), each distinct
@@ -159,12 +165,14 @@ class _LMHalf:
 
         todo = list(dict.fromkeys(t for t in texts if t not in self._known))
         if todo:
-            for text, value in zip(todo, mean_logprobs(self.lm, todo, batch_size=self.batch_size)):
+            values = mean_logprobs(self.lm, todo, batch_size=self.batch_size, token_budget=self.token_budget)
+            for text, value in zip(todo, values):
                 self._known[text] = float(value)
             while len(self._known) > _MEMORY:
                 self._known.popitem(last=False)
         return np.array([self._known[t] if t in self._known else
-                         float(mean_logprobs(self.lm, [t], batch_size=self.batch_size)[0]) for t in texts])
+                         float(mean_logprobs(self.lm, [t], batch_size=self.batch_size,
+                                             token_budget=self.token_budget)[0]) for t in texts])
 
     def scores(self, batch: Batch) -> np.ndarray:
         def compute() -> np.ndarray:
@@ -177,7 +185,8 @@ class _LMHalf:
             ref = self.fluency(flat)
             return reduce_pairs(pair_ratio(hyp[owner], ref), owner, n, self.fm_refs)
 
-        key = ("deep_fm", os.path.realpath(self.model_dir), self.device, self.lm.layout, self.fm_refs)
+        key = ("deep_fm", os.path.realpath(self.model_dir), self.device, self.lm.layout, self.lm.precision,
+               self.fm_refs)
         return batch.memo(key, compute)
 
 
@@ -218,8 +227,12 @@ class DeepFM(Metric):
 
     Options:
         lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
-        lm_batch_size: sequences per forward pass (default 4: a batch holds sequences of one
-            length, filled up with copies, so small batches waste least)
+        lm_batch_size: sequences per forward pass at most (default 32; a batch holds sequences of
+            one token length, each computed once)
+        lm_token_budget: token positions per forward pass at most, rows x length (default 2048):
+            bounds memory; a longer text runs alone
+        lm_precision: weight dtype, fp32 (default) or bf16 (faster on CPUs with AVX512-BF16;
+            named in the signature)
         lm_device: torch device (default cpu)
         lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
         fm_refs: FM over several references (default max, the AM-FM paper's)
@@ -231,11 +244,13 @@ class DeepFM(Metric):
     description = "Deep AM-FM fluency: causal-LM likelihood ratio, max over references"
     native_tokenizer = "lm"
 
-    def __init__(self, lm_model: str | None = None, lm_batch_size: int = BATCH_SIZE, lm_device: str = "cpu",
-                 lm_layout: str = "auto", fm_refs: Literal["max", "mean"] = "max", refs_mode: str = "multi",
-                 tokenizer: str | None = None):
+    def __init__(self, lm_model: str | None = None, lm_batch_size: int = BATCH_SIZE,
+                 lm_token_budget: int = TOKEN_BUDGET, lm_precision: Literal["fp32", "bf16"] = "fp32",
+                 lm_device: str = "cpu", lm_layout: str = "auto", fm_refs: Literal["max", "mean"] = "max",
+                 refs_mode: str = "multi", tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=None)
-        self.fm = _LMHalf(lm_model, lm_batch_size, lm_device, lm_layout, fm_refs, self.name)
+        self.fm = _LMHalf(lm_model, lm_batch_size, lm_device, lm_layout, fm_refs, self.name,
+                          token_budget=lm_token_budget, precision=lm_precision)
 
     def multi_stats(self, batch: Batch) -> np.ndarray:
         return self.fm.scores(batch)[:, None]
@@ -252,8 +267,12 @@ class DeepAMFM(Metric):
 
     Options:
         lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
-        lm_batch_size: sequences per forward pass (default 4: a batch holds sequences of one
-            length, filled up with copies, so small batches waste least)
+        lm_batch_size: sequences per forward pass at most (default 32; a batch holds sequences of
+            one token length, each computed once)
+        lm_token_budget: token positions per forward pass at most, rows x length (default 2048):
+            bounds memory; a longer text runs alone
+        lm_precision: weight dtype, fp32 (default) or bf16 (faster on CPUs with AVX512-BF16;
+            named in the signature)
         lm_device: torch device (default cpu)
         lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
         sentence_model: local sentence-transformers model folder (default: all-MiniLM-L6-v2 from
@@ -269,8 +288,9 @@ class DeepAMFM(Metric):
     description = "Deep AM-FM: lambda * deep_am + (1 - lambda) * deep_fm, lambda 0.8"
     native_tokenizer = "model"
 
-    def __init__(self, lm_model: str | None = None, lm_batch_size: int = BATCH_SIZE, lm_device: str = "cpu",
-                 lm_layout: str = "auto", sentence_model: str | os.PathLike | None = None,
+    def __init__(self, lm_model: str | None = None, lm_batch_size: int = BATCH_SIZE,
+                 lm_token_budget: int = TOKEN_BUDGET, lm_precision: Literal["fp32", "bf16"] = "fp32",
+                 lm_device: str = "cpu", lm_layout: str = "auto", sentence_model: str | os.PathLike | None = None,
                  sentence_batch_size: int = 16, amfm_lambda: float = DEFAULT_LAMBDA,
                  am_refs: Literal["max", "mean", "centroid"] = "max", fm_refs: Literal["max", "mean"] = "max",
                  refs_mode: str = "multi", tokenizer: str | None = None):
@@ -279,7 +299,8 @@ class DeepAMFM(Metric):
             raise DialevalError(f"--amfm-lambda {amfm_lambda} outside [0, 1]")
         self.amfm_lambda = float(amfm_lambda)
         self.am = _SentenceHalf(sentence_model, sentence_batch_size, am_refs)
-        self.fm = _LMHalf(lm_model, lm_batch_size, lm_device, lm_layout, fm_refs, self.name)
+        self.fm = _LMHalf(lm_model, lm_batch_size, lm_device, lm_layout, fm_refs, self.name,
+                          token_budget=lm_token_budget, precision=lm_precision)
 
     def floor(self) -> float:
         """The combination of its halves' floors (deep_am's cosine -1, deep_fm's ratio 0)."""

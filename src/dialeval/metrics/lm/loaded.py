@@ -30,6 +30,7 @@ class LoadedLM:
     fingerprint: str = "unverified"
     layout: str = "plain"
     lowercase: bool = False
+    precision: str = "fp32"          # the weights' dtype: fp32, or bf16 (`--lm-precision`)
     _frame: "Frame | None" = None
     _split: "bool | None" = None     # logprob.py: decoder + output layer apart gives the same bits
 

@@ -10,16 +10,16 @@ which frame a LoRA adapter uses is chosen on DailyDialog validation likelihood a
 it (docs/lm-lora.md).
 
 Batching (docs/speed.md): sequences of one token length only, never padded (padding moved a
-row's summed log-probability by up to 3e-5 with the SmolLM2 default), and never filled with
-copies: a batch holds at most `batch_size` rows (`--lm-batch-size`) and `token_budget` positions
-(`--lm-token-budget`, rows x length), so a text is computed once and memory stays bounded; a
-text longer than the budget runs alone. A text's value does not depend on the batch it shares:
-a product of 4 or more rows gives each row the same bits whatever the row count, so only a
-sequence shorter than `MIN_POSITIONS` tokens gets the few copies that reach that size. The
-output layer runs apart from the decoder, on the response positions only and at most
+row's summed log-probability by up to 3e-5 with the SmolLM2 default), at most `batch_size` rows
+(`--lm-batch-size`) and `token_budget` positions (`--lm-token-budget`, rows x length) per
+forward pass; a text longer than the budget runs alone. Batches are not filled up with copies,
+so every text is computed once: a product of 4 or more rows gives each row the same bits whatever
+the row count, so a text's value does not depend on the batch it shares, and only a batch of
+fewer than `MIN_POSITIONS` positions (a very short sequence) gets the copies that reach that
+size. The output layer runs apart from the decoder, on the response positions only and at most
 `HEAD_ROWS` positions at a time, so a long text never holds its whole (length x vocabulary)
-logits twice; that split is used only where it gives the full forward pass's bits
-(checked once per loaded model), else the full forward pass runs. A run split into shards (or
+logits; that split is used only where it gives the full forward pass's bits (checked once per
+loaded model), else the full forward pass runs. A run split into shards (or
 resumed, or on Dask) gives the same bits.
 """
 

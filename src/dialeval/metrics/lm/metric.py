@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Literal
 
 import numpy as np
 
 from ...errors import DialevalError
 from ..base import Batch, Metric
-from .logprob import BATCH_SIZE
+from .logprob import BATCH_SIZE, TOKEN_BUDGET
 
-LM_OPTIONS = ("lm_model", "lm_percentile", "lm_batch_size", "lm_device", "lm_context_turns", "lm_layout")
+LM_OPTIONS = ("lm_model", "lm_percentile", "lm_batch_size", "lm_token_budget", "lm_precision", "lm_device",
+              "lm_context_turns", "lm_layout")
 
 
 def normalise(raw: np.ndarray, bound: float) -> np.ndarray:
@@ -34,8 +36,12 @@ class LMScore(Metric):
     Options:
         lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
         lm_percentile: percentile of the stored reference scores used as the lower bound (default 5)
-        lm_batch_size: sequences per forward pass (default 4: a batch holds sequences of one
-            length, filled up with copies, so small batches waste least)
+        lm_batch_size: sequences per forward pass at most (default 32; a batch holds sequences of
+            one token length, each computed once)
+        lm_token_budget: token positions per forward pass at most, rows x length (default 2048):
+            bounds memory; a longer text runs alone
+        lm_precision: weight dtype, fp32 (default) or bf16 (faster on CPUs with AVX512-BF16;
+            named in the signature)
         lm_device: torch device (default cpu)
         lm_context_turns: context turns that form the query for lm_coherence (default 1, the paper's)
         lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
@@ -48,6 +54,7 @@ class LMScore(Metric):
     raw = False
 
     def __init__(self, lm_model: str | None = None, lm_percentile: float = 5.0, lm_batch_size: int = BATCH_SIZE,
+                 lm_token_budget: int = TOKEN_BUDGET, lm_precision: Literal["fp32", "bf16"] = "fp32",
                  lm_device: str = "cpu", lm_context_turns: int = 1, lm_layout: str = "auto", refs_mode: str = "multi",
                  tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=None)
@@ -59,11 +66,15 @@ class LMScore(Metric):
         self.model_dir = os.fspath(lm_model)
         self.percentile = float(lm_percentile)
         self.batch_size = int(lm_batch_size)
+        self.token_budget = int(lm_token_budget)
+        if self.batch_size < 1 or self.token_budget < 1:
+            raise DialevalError(f"--lm-batch-size and --lm-token-budget must be at least 1, "
+                                f"got {lm_batch_size} and {lm_token_budget}")
         self.device = lm_device
         self.context_turns = max(1, int(lm_context_turns))
         from .checkpoint import cached_lm
 
-        self.lm = cached_lm(self.model_dir, self.device, lm_layout)
+        self.lm = cached_lm(self.model_dir, self.device, lm_layout, lm_precision)
         self.bound = None
         if not self.raw:
             ref = self.lm.reference.get(f"{self.kind}_raw")
@@ -89,16 +100,17 @@ class LMScore(Metric):
         from .logprob import mean_logprobs
 
         key = ("lm_raw", os.path.realpath(self.model_dir), self.device, self.kind, self.context_turns,
-               self.lm.layout)
+               self.lm.layout, self.lm.precision)
 
         def compute() -> np.ndarray:
             if self.kind == "fluency":
-                return mean_logprobs(self.lm, batch.hyps, batch_size=self.batch_size)
+                return mean_logprobs(self.lm, batch.hyps, batch_size=self.batch_size, token_budget=self.token_budget)
             has = [i for i, c in enumerate(batch.contexts) if c]
             out = np.full(len(batch), math.nan)
             if has:
                 queries = [" ".join(batch.contexts[i][-self.context_turns:]) for i in has]
-                out[has] = mean_logprobs(self.lm, [batch.hyps[i] for i in has], queries, self.batch_size)
+                out[has] = mean_logprobs(self.lm, [batch.hyps[i] for i in has], queries, self.batch_size,
+                                         self.token_budget)
             return out
 
         return batch.memo(key, compute)
@@ -117,6 +129,8 @@ class LMScore(Metric):
             opts.append(("ctx", self.context_turns))
         if self.lm.layout != "plain":
             opts.append(("layout", self.lm.layout))
+        if self.lm.precision != "fp32":
+            opts.append(("dtype", self.lm.precision))
         if not self.raw:
             opts.append(("pct", self.percentile))
             opts.append(("bound", round(self.bound, 4)))

@@ -92,6 +92,11 @@ class Adem(Estimator):
         centre: subtract the PCA mean before the bilinear terms (default, the paper's PCA); with
             centre false and all dimensions kept, M = N = I scores cos(r^, r) + cos(r^, c) for
             L2-normalised encoders, so training starts from (and can fall back on) sent_cosine
+        hard_negatives: comma-separated probe families (`dialeval probe`: parrot, generic,
+            other_item, ...) whose variants of each training row join the training rows at the
+            bottom of the scale (1), so that the ranking loss puts them below every real
+            response of their set; validation rows get none. The families left out are what the
+            probes then test for generalisation (default: none)
     """
 
     kind = KIND
@@ -103,7 +108,7 @@ class Adem(Estimator):
                  oversample: bool = True, max_oversample: float = 10.0, seed: int = 0,
                  finetune_layers: int = 0, finetune_lr: float = 1e-4, finetune_epochs: int = 1,
                  finetune_minutes: float | None = None, rank_weight: float = 0.0, rank_margin: float = 0.5,
-                 standardise: bool = False, centre: bool = True):
+                 standardise: bool = False, centre: bool = True, hard_negatives: str = ""):
         self.encoder = encoder
         self.variant = variant
         self.preset = preset
@@ -126,6 +131,7 @@ class Adem(Estimator):
         self.rank_margin = rank_margin
         self.standardise = standardise
         self.centre = centre
+        self.hard_negatives = hard_negatives
 
     # -- settings ------------------------------------------------------------------------
     def _check(self) -> None:
@@ -226,6 +232,10 @@ class Adem(Estimator):
         train_idx, val_idx = split_by_context(rows, [1 - self.val_fraction, self.val_fraction], self.seed)
         if not val_idx:
             raise DialevalError("the validation split is empty: give more rows or a larger val_fraction")
+        if self.hard_negatives:
+            negatives = negative_rows([rows[i] for i in train_idx], self.hard_negatives, self.seed)
+            train_idx = list(train_idx) + list(range(len(rows), len(rows) + len(negatives)))
+            rows = list(rows) + negatives
         C, R, H = self.encode_rows(rows)
         y = np.array([r.score for r in rows], dtype=np.float64)
         lengths = np.array([len(r.response.split()) for r in rows])
@@ -649,3 +659,23 @@ class _Adam:
             a *= self.lr
             a /= b
             p -= a
+
+
+NEGATIVE_SCORE = 1.0   # the bottom of the 1-5 scale every rated set is mapped onto
+
+
+def negative_rows(rows: Sequence[RatedRow], families: str, seed: int) -> list[RatedRow]:
+    """Training negatives: for each row and family, the row with its response replaced by the
+    family's variant (`dialeval.data.variants`), scored `NEGATIVE_SCORE`, in the row's own rated
+    set (so the ranking loss compares it with that set's real responses)."""
+    from ....data.variants import check_families, make_variants
+
+    made = make_variants(rows, check_families(families), seed)
+    out = []
+    for family, variants in made.items():
+        for row, text in zip(rows, variants):
+            if text is not None:
+                out.append(RatedRow(id=f"{row.id}:{family}", dataset=row.dataset, context=list(row.context),
+                                    response=text, references=list(row.references), score=NEGATIVE_SCORE,
+                                    system=f"negative:{family}", dialogue=row.dialogue, meta={"negative": family}))
+    return out

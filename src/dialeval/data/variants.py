@@ -1,0 +1,223 @@
+"""Degenerate variants of a response: the families of the behavioural probes.
+
+One place for them because two users need the same texts: `meta.probes` scores a metric on
+them (does it prefer the original?), and a learned evaluator's training takes some families as
+negatives (ADEM's `hard_negatives`), keeping the others out of training so that the probes can
+show whether what it learned carries over. Each variant is seeded per family and item; an item
+is anything with `response`, `context`, `references` (a `Sample`, ADEM's `RatedRow`).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import DialevalError
+from .sample import Sample
+
+
+def _record(record: Any):
+    from .readers import from_records
+
+    return from_records([record])[0]
+
+
+# The families, in their fixed order (the order also seeds each family's random stream).
+FAMILIES = ("empty", "punct", "generic", "parrot", "shuffle", "other_item", "loop", "truncate",
+            "script")
+
+FAMILY_HELP = {
+    "empty": "the empty string",
+    "punct": "punctuation only (a seeded choice of '...', '?', '!!', '. . .', '?!')",
+    "generic": "a bland reply (a seeded choice of ten, e.g. \"i don't know.\")",
+    "parrot": "the last context turn, verbatim",
+    "shuffle": "the response's whitespace tokens in another, seeded order",
+    "other_item": "the response of another item with a different context (seeded derangement)",
+    "loop": "the response's first two words repeated to its length (at least 8 words)",
+    "truncate": "the response's first two words",
+    "script": "the response transliterated letter by letter into Cyrillic",
+}
+
+PUNCTUATION = ("...", "?", "!!", ". . .", "?!")
+GENERIC = ("i don't know.", "ok.", "that's nice.", "yes.", "i'm not sure.", "what do you mean?",
+           "that is interesting.", "me too.", "thank you.", "sounds good.")
+
+LOOP_MIN_WORDS = 8
+_PARTNER_TRIES = 200   # other_item: swap partners tried for a position that breaks a constraint
+
+# One Cyrillic letter per Latin letter (one code point each: the variant keeps the length).
+_CYRILLIC = dict(zip("abcdefghijklmnopqrstuvwxyz", "абцдефгхийклмнопярстувшжыз"))
+_CYRILLIC.update({k.upper(): v.upper() for k, v in _CYRILLIC.items()})
+
+
+def check_families(families: Iterable[str] | str | None) -> list[str]:
+    """The asked families in `FAMILIES` order (None or "all": all of them); an unknown name is
+    a one-line error listing the valid ones."""
+    if families is None:
+        return list(FAMILIES)
+    if isinstance(families, str):
+        families = [f.strip() for f in families.split(",") if f.strip()]
+    families = list(families)
+    if families == ["all"]:
+        return list(FAMILIES)
+    from ..options import closest_hint
+
+    for name in families:
+        if name not in FAMILIES:
+            raise DialevalError(f"unknown probe family {name!r}{closest_hint(name, FAMILIES)} "
+                                f"(valid: {', '.join(FAMILIES)})")
+    if not families:
+        raise DialevalError(f"no probe family given (valid: {', '.join(FAMILIES)})")
+    return [f for f in FAMILIES if f in families]
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise DialevalError(f"probe seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _norm(text: str) -> str:
+    """Whitespace-normalised text: what "the variant equals the original" compares."""
+    return " ".join(text.split())
+
+
+def _rng(seed: int, family: str, item: int) -> np.random.Generator:
+    return np.random.default_rng((seed, FAMILIES.index(family), item))
+
+
+# --- one variant per family -----------------------------------------------------------------
+# Each returns the variant text, or None when the family cannot make one for this response.
+
+def _choice(options: Sequence[str], response: str, rng: np.random.Generator) -> str:
+    """A seeded choice among `options` that do not read as the response itself (so "ok." is
+    never probed against "ok.")."""
+    own = _norm(response).lower()
+    left = [o for o in options if _norm(o).lower() != own]
+    return left[int(rng.integers(len(left)))]
+
+
+def _parrot(sample: Sample) -> str | None:
+    return sample.context[-1] if sample.context else None
+
+
+def _shuffle(response: str, rng: np.random.Generator) -> str | None:
+    tokens = response.split()
+    if len(set(tokens)) < 2:        # one word (or one word repeated): no other order exists
+        return None
+    for _ in range(100):
+        order = [tokens[i] for i in rng.permutation(len(tokens))]
+        if order != tokens:
+            return " ".join(order)
+    return " ".join(tokens[1:] + tokens[:1])   # a rotation differs when two tokens differ
+
+
+def _loop(response: str) -> str | None:
+    words = response.split()
+    if not words:
+        return None
+    head = words[:2]
+    length = max(len(words), LOOP_MIN_WORDS)
+    return " ".join((head * length)[:length])
+
+
+def _truncate(response: str) -> str | None:
+    words = response.split()
+    return " ".join(words[:2]) if len(words) > 2 else None
+
+
+def transliterate(text: str) -> str:
+    """`text` with every Latin letter (accents dropped) replaced by one Cyrillic letter; other
+    characters (punctuation, digits, spaces) kept, so the length is the same."""
+    out = []
+    for ch in text:
+        mapped = _CYRILLIC.get(ch)
+        if mapped is None and not ch.isascii():
+            mapped = _CYRILLIC.get(unicodedata.normalize("NFD", ch)[:1])
+        out.append(mapped if mapped is not None else ch)
+    return "".join(out)
+
+
+def _context_key(sample: Sample) -> tuple:
+    """What "a different context" compares: the context; for an item without one, its
+    references (the item is then defined by them); without either, its id."""
+    if sample.context:
+        return ("context",) + tuple(_norm(t) for t in sample.context)
+    if sample.references:
+        return ("references",) + tuple(_norm(t) for t in sample.references)
+    return ("id", sample.id, sample.system)
+
+
+def _other_items(samples: Sequence[Sample], seed: int) -> list[str | None]:
+    """A seeded derangement under constraints: item i receives the response of item perm[i],
+    whose context differs and whose response reads differently. A random permutation is drawn,
+    then every position that breaks a constraint is repaired by a swap that leaves both
+    positions valid, trying up to `_PARTNER_TRIES` partners in a seeded order (all of them in a
+    small set; the cap keeps a set dominated by one context linear); a position that no tried
+    swap repairs is skipped."""
+    n = len(samples)
+    keys = [_context_key(s) for s in samples]
+    texts = [_norm(s.response) for s in samples]
+    rng = np.random.default_rng((seed, FAMILIES.index("other_item")))
+    perm = rng.permutation(n)
+
+    def ok(i: int, j: int) -> bool:
+        return keys[i] != keys[j] and texts[i] != texts[j]
+
+    for i in range(n):
+        if ok(i, int(perm[i])):
+            continue
+        for k in rng.choice(n, size=min(n, _PARTNER_TRIES), replace=False):
+            k = int(k)
+            if k != i and ok(i, int(perm[k])) and ok(k, int(perm[i])):
+                perm[i], perm[k] = perm[k], perm[i]
+                break
+    return [samples[int(j)].response if ok(i, int(j)) else None for i, j in enumerate(perm)]
+
+
+def make_variants(samples: Iterable[Any], families: Iterable[str] | str | None = None,
+                  seed: int = 0) -> dict[str, list[str | None]]:
+    """The degenerate variants of each sample's response: family -> one entry per sample, the
+    variant text or None where the family cannot make one (then the item is skipped for that
+    family). A variant that reads as the original (whitespace aside) is None too.
+
+    samples: `Sample`s or records (as `dialeval.score` takes them).
+    families: names from `FAMILIES` (default: all), kept in `FAMILIES` order.
+    seed: a non-negative integer; each family draws from its own per-item stream, so a family's
+        variants do not depend on which other families are asked for.
+    """
+    samples = [s if hasattr(s, "response") else _record(s) for s in samples]
+    families = check_families(families)
+    seed = _check_seed(seed)
+    out: dict[str, list[str | None]] = {}
+    for family in families:
+        if family == "other_item":
+            made = _other_items(samples, seed)
+        else:
+            made = [_variant(family, s, seed, i) for i, s in enumerate(samples)]
+        out[family] = [v if v is not None and _norm(v) != _norm(s.response) else None
+                       for v, s in zip(made, samples)]
+    return out
+
+
+def _variant(family: str, sample: Sample, seed: int, item: int) -> str | None:
+    response = sample.response
+    if family == "empty":
+        return ""
+    if family == "punct":
+        return _choice(PUNCTUATION, response, _rng(seed, family, item))
+    if family == "generic":
+        return _choice(GENERIC, response, _rng(seed, family, item))
+    if family == "parrot":
+        return _parrot(sample)
+    if family == "shuffle":
+        return _shuffle(response, _rng(seed, family, item))
+    if family == "loop":
+        return _loop(response)
+    if family == "truncate":
+        return _truncate(response)
+    if family == "script":
+        return transliterate(response)
+    raise DialevalError(f"unknown probe family {family!r}")   # unreachable after check_families
