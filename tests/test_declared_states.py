@@ -165,3 +165,32 @@ def test_compare_builds_only_summed_statistics_metrics(monkeypatch):
     cmp = compare_systems(rows, baseline="bot_a", n_resamples=20, signatures={"distinct1": sig})
     assert set(built) <= {"bleu4", "distinct1"}
     assert {m for m in cmp.measures} >= {"adem", "compose", "bleu4", "distinct1"}
+
+
+def test_system_comparison_names_no_metric_family():
+    """compare/report/correlate get a system's value from the metric's declaration
+    (`system_value`, `corpus_from_summed_rows`), never from a family's own code."""
+    import ast
+    from pathlib import Path
+
+    import dialeval.meta.systems as systems
+
+    tree = ast.parse(Path(systems.__file__).read_text(encoding="utf-8"))
+    imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    families = ("overlap", "embedding", "lm", "learned", "mme", "amfm", "diversity", "compose", "judge")
+    assert not [m for m in imported if any(f"metrics.{f}" in m for f in families)], imported
+
+
+def test_bleu_corpus_from_summed_rows_is_corpus_from_stats_row_by_row():
+    import numpy as np
+
+    from dialeval.metrics.registry import build_metric
+
+    bleu = build_metric("bleu4")
+    rng = np.random.default_rng(0)
+    # summed rows: test length, reference length, n-gram candidates of orders 1-4, matches of 1-4
+    guesses = rng.integers(5, 40, size=(6, 4)).astype(float)
+    totals = np.column_stack([guesses[:, 0], rng.integers(5, 40, size=6), guesses,
+                              np.floor(guesses * rng.uniform(0, 1, size=(6, 4)))])
+    rows = bleu.corpus_from_summed_rows(totals)
+    assert np.allclose(rows, [bleu.corpus_from_stats(t) for t in totals], rtol=0, atol=1e-15)

@@ -142,8 +142,7 @@ class RunSummary:
 def stats_metric_names(plan: Plan) -> list[str]:
     """Metrics whose corpus score is a function of summed statistics (corpus BLEU, METEOR in
     `multi` mode), not a mean of sentence scores: their rows are what resampling needs."""
-    return [m.name for m in plan.metrics() if m.corpus_from_summed_stats
-            and (m.refs_mode == "multi" or not m.needs_references)]
+    return [m.name for m in plan.metrics() if m.system_value(m.refs_mode) == "summed-stats"]
 
 
 def shard_lines(plan: Plan, samples: Sequence[Sample], sentence: dict[str, Any],

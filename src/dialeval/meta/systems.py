@@ -343,12 +343,9 @@ def mean_measure(name: str, values: Sequence[float], signature: str = "") -> Mea
 
 
 def corpus_reducer(metric) -> Reducer:
-    """Vectorised corpus score of summed statistics rows for a built Metric."""
-    from ..metrics.overlap.bleu import Bleu, bleu_from_stats
-
-    if isinstance(metric, Bleu):
-        return lambda total: bleu_from_stats(total, metric.order)
-    return lambda total: np.array([metric.corpus_from_stats(row) for row in total])
+    """Vectorised corpus score of summed statistics rows for a built Metric (its own
+    `corpus_from_summed_rows`: meta/ names no metric family)."""
+    return metric.corpus_from_summed_rows
 
 
 def stats_measure(name: str, rows_stats: Sequence[Sequence[float] | None], metric,

@@ -217,6 +217,12 @@ class Metric:
     def signature_options(self) -> list[tuple[str, Any]]:
         return []
 
+    def corpus_from_summed_rows(self, totals: np.ndarray) -> np.ndarray:
+        """`corpus_from_stats` of each row of `totals` ((R, k) summed statistics, one per
+        resample): what `compare` and `report` call thousands of times. A metric with a
+        vectorised form overrides it (BLEU)."""
+        return np.array([self.corpus_from_stats(row) for row in np.atleast_2d(totals)], dtype=np.float64)
+
     # -- corpus-wide first pass (optional; CIDEr's document frequencies) ----------------------
     def corpus_pass_key(self) -> Any:
         """A hashable key naming the first-pass state this metric needs, or None (no first pass).
@@ -342,7 +348,9 @@ class Metric:
         return "concat" if type(self).reduce is not Metric.reduce else "sum"
 
     def _summed_rows(self) -> bool:
-        return self.corpus_from_summed_stats and (self.refs_mode == "multi" or not self.needs_references)
+        """Whether this instance's corpus value reduces summed statistics rows: the one rule,
+        `system_value`, asked with the reference mode it was built with."""
+        return self.system_value(self.refs_mode) == "summed-stats"
 
     def partial_state(self, stats: np.ndarray) -> "MetricState":
         """The reducible state of some statistics rows (one shard of an evaluated set)."""

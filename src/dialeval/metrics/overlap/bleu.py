@@ -135,5 +135,8 @@ class Bleu(Metric):
     def corpus_from_stats(self, total: np.ndarray) -> float:
         return float(bleu_from_stats(total, self.order)[0])
 
+    def corpus_from_summed_rows(self, totals: np.ndarray) -> np.ndarray:
+        return bleu_from_stats(totals, self.order)
+
     def signature_options(self):
         return [("smooth", "coco"), ("reflen", "closest")]
