@@ -109,3 +109,13 @@ def test_datasets_command(capsys):
     assert main(["datasets", "--json"]) == 0
     names = {d["name"] for d in json.loads(capsys.readouterr().out)}
     assert {"dstc6", "usr-tc", "fed-turn", "grade-convai2", "gupta", "dstc9"} <= names
+
+
+def test_evaluate_compare_uses_the_first_method(capsys):
+    """`evaluate --compare` without --compare-method compares with the first --method, as
+    `correlate` does (it failed with "unknown correlation None")."""
+    path = need(DATA / "usr")
+    assert main(["evaluate", "usr-pc", str(path), "--metrics", "bleu2,rouge_l", "--qualities", "overall",
+                 "--method", "spearman", "--compare", "--level", "turn", "--json", "--n-boot", "50"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["comparisons"] and all(c["method"] == "spearman" for c in res["comparisons"])

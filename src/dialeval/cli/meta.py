@@ -287,8 +287,8 @@ def cmd_evaluate(args) -> int:
     ev = evaluate_scored(dataset, result, qualities=_names(args.qualities),
                          levels=None if args.level is None else _levels(args.level, "turn"),
                          methods=_methods(args.method), compare_metrics=args.compare,
-                         compare_method=args.compare_method, n_boot=args.n_boot, seed=args.seed,
-                         warn=_warn)
+                         compare_method=args.compare_method or _methods(args.method)[0],
+                         n_boot=args.n_boot, seed=args.seed, warn=_warn)
     if ev.dataset.system_ratings and args.level not in (None, "system"):
         _warn(f"{ev.dataset.info.name} has only system-level human scores; --level ignored")
     if args.output:
