@@ -89,3 +89,21 @@ def test_signature_and_bad_layer():
 
     with pytest.raises(DialevalError, match="outside 0..6"):
         score(SAMPLES[:1], ["bertscore_f"], bertscore_layer=9)
+
+
+def test_bf16_is_close_named_and_leaves_fp32_alone():
+    """`bertscore_precision="bf16"`: a bf16 copy of the encoder (the cached fp32 one is untouched,
+    so fp32 scores after it are the same bits), scores within 0.005 of fp32 (USR-TC: max 0.0009,
+    docs/speed.md), named in the signature; the default signature does not name a dtype."""
+    fp32 = score(SAMPLES, METRICS)
+    bf16 = score(SAMPLES, METRICS, bertscore_precision="bf16")
+    again = score(SAMPLES, METRICS)
+    for m in METRICS:
+        np.testing.assert_array_equal(again.sentence[m], fp32.sentence[m])
+        np.testing.assert_allclose(bf16.sentence[m], fp32.sentence[m], atol=5e-3, rtol=0)
+    assert "dtype" not in str(fp32.signatures["bertscore_f"])
+    assert "|idf:no|dtype:bf16|" in str(bf16.signatures["bertscore_f"])
+    from dialeval.errors import DialevalError
+
+    with pytest.raises(DialevalError, match="--bertscore-precision fp16: choose from fp32, bf16"):
+        score(SAMPLES[:1], ["bertscore_f"], bertscore_precision="fp16")

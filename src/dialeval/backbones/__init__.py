@@ -23,7 +23,9 @@ transformers)::
 - batching (`batching.py`): texts of one token length per batch, batches sorted by length and
   filled to a fixed row count, so a text's vector never depends on the other texts of a run.
 - threads and device (`runtime.py`): one torch-thread policy (the idle cores, or
-  $OMP_NUM_THREADS), `device` "cpu" (default) or "cuda".
+  $OMP_NUM_THREADS), `device` "cpu" (default) or "cuda"; `check_device(option, value)`, the one
+  refusal of a device that is not here (every model metric's constructor calls it), and
+  `precision` "fp32" (default) or "bf16" (`load_backbone(..., precision="bf16")`: a bf16 copy).
 - tuning (`tuning.py`): `LowerStates` (token states below the tuned layers, computed once),
   `TunedBackbone` (the base with tuned top layers, for scoring), `tune_top_layers` (the one
   training loop: AdamW, warm-up then linear decay, clipping, keep-best), and
@@ -45,6 +47,7 @@ _LAZY = {
     "pool": "pooling", "POOLINGS": "pooling",
     "length_batches": "batching", "filled": "batching",
     "default_threads": "runtime", "apply_thread_policy": "runtime", "resolve_device": "runtime",
+    "check_device": "runtime", "check_precision": "runtime", "available_devices": "runtime",
     "LowerStates": "tuning", "TunedBackbone": "tuning", "tune_top_layers": "tuning", "TuneResult": "tuning",
     "save_layers": "tuning", "load_layers": "tuning", "tensors_id": "tuning", "by_layer": "tuning",
     "layer_tensors": "tuning", "scoring_layers": "tuning", "run_layers": "layers", "WEIGHTS_FILE": "tuning",

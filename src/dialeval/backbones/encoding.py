@@ -80,7 +80,7 @@ class TextEncoder:
         enc = bb.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
         enc = {k: v.to(bb.device) for k, v in enc.items()}
         with torch.inference_mode():
-            hidden = bb.model(**enc).last_hidden_state
+            hidden = bb.model(**enc).last_hidden_state.float()   # bf16 backbone: pooled in float32
             vectors = pool(hidden, enc["attention_mask"], self.pooling)
             if self.normalize:
                 vectors = l2_normalize(vectors)

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import DialevalError
 from . import cache
 from .fingerprint import content_key, model_fingerprint
-from .runtime import apply_thread_policy, offline_environment, resolve_device
+from .runtime import PRECISIONS, apply_thread_policy, check_precision, offline_environment, resolve_device
 
 KINDS = ("auto", "sentence-transformers", "hf", "gguf")
 TASKS = ("base", "causal-lm")
@@ -50,11 +50,13 @@ def detect_kind(path: str) -> str:
 
 
 def load_backbone(path: str | os.PathLike, kind: str = "auto", device: str | None = "cpu", *,
-                  task: str = "base", gguf_file: str | None = None) -> "Backbone":
+                  task: str = "base", gguf_file: str | None = None, precision: str = "fp32") -> "Backbone":
     """The backbone at `path`, loaded once per process (see cache.py).
 
     kind: auto | sentence-transformers | hf | gguf. task: base (AutoModel) or causal-lm
-    (AutoModelForCausalLM; a GGUF file is usually a causal LM). device: cpu (default) or cuda."""
+    (AutoModelForCausalLM; a GGUF file is usually a causal LM). device: cpu (default) or cuda.
+    precision: fp32 (default) or bf16, a copy of its own whose weights are cast to bfloat16 (the
+    fp32 backbone, and so the defaults' numbers, are untouched; the readers return float32)."""
     path = os.path.abspath(os.fspath(path))
     if kind not in KINDS:
         raise BackboneError(f"backbone kind {kind!r}: choose from {', '.join(KINDS)}")
@@ -65,8 +67,23 @@ def load_backbone(path: str | os.PathLike, kind: str = "auto", device: str | Non
     elif not os.path.exists(path):
         raise BackboneError(f"{path}: no such model folder or file")
     device = resolve_device(device)
+    precision = check_precision("precision", precision)
     key = (content_key(path), kind, task, device, gguf_file)
-    return cache.get_or_load(key, lambda: _announced_load(path, kind, task, device, gguf_file))
+    if precision == "fp32":
+        return cache.get_or_load(key, lambda: _announced_load(path, kind, task, device, gguf_file))
+    return cache.get_or_load(key + (precision,),
+                             lambda: _cast(_announced_load(path, kind, task, device, gguf_file), precision))
+
+
+def _cast(backbone: "Backbone", precision: str) -> "Backbone":
+    """`backbone` (a fresh load of its own, never the cached fp32 one) with its weights in
+    `precision`: the sentence-transformers pipeline, whose first module is `.model`, as a whole."""
+    import torch
+
+    dtype = getattr(torch, PRECISIONS[precision])
+    (backbone.sentence_model if backbone.sentence_model is not None else backbone.model).to(dtype)
+    backbone.precision = precision
+    return backbone
 
 
 def _announced_load(path: str, kind: str, task: str, device: str, gguf_file: str | None) -> "Backbone":
@@ -162,6 +179,7 @@ class Backbone:
     def __init__(self, path: str, kind: str, task: str, device: str, tokenizer, model, *,
                  sentence_model=None, max_length: int | None = None):
         self.path, self.kind, self.task, self.device = path, kind, task, device
+        self.precision = "fp32"       # bf16: load_backbone(..., precision="bf16")
         self.tokenizer, self.model = tokenizer, model
         self.sentence_model = sentence_model
         limit = getattr(tokenizer, "model_max_length", None)
@@ -171,7 +189,8 @@ class Backbone:
         self._attached: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
-        return f"Backbone({self.path!r}, kind={self.kind!r}, device={self.device!r})"
+        extra = "" if self.precision == "fp32" else f", precision={self.precision!r}"
+        return f"Backbone({self.path!r}, kind={self.kind!r}, device={self.device!r}{extra})"
 
     @property
     def hidden_size(self) -> int:

@@ -61,6 +61,52 @@ def resolve_device(device: str | None) -> str:
     raise DialevalError(f"device {device!r}: choose cpu or cuda")
 
 
+def available_devices() -> list[str]:
+    """The torch devices this process can use: cpu, and cuda, cuda:0 .. when torch sees a GPU."""
+    import torch
+
+    names = ["cpu"]
+    if torch.cuda.is_available():
+        names += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    return names
+
+
+def check_device(option: str, value: str | None) -> str:
+    """The device `value` of option `option` (e.g. "lm_device"), normalised ("cpu" when None),
+    or one line naming the option and the devices there are: every metric that takes a device
+    calls this in its constructor, so a device that is not here stops the run before any work
+    (`--lm-device cuda: torch sees no CUDA device here (available: cpu)`). "cpu" needs no torch."""
+    from ..errors import DialevalError
+
+    flag = "--" + option.replace("_", "-")
+    name = "cpu" if value is None else str(value).strip().lower()
+    if name == "cpu":
+        return "cpu"
+    here = available_devices()
+    if name == "cuda" or (name.startswith("cuda:") and name[5:].isdigit()):
+        if name in here:
+            return name
+        if len(here) == 1:
+            raise DialevalError(f"{flag} {value}: torch sees no CUDA device here (available: cpu)")
+        raise DialevalError(f"{flag} {value}: no such CUDA device here (available: {', '.join(here)})")
+    raise DialevalError(f"{flag} {value}: not a device (available: {', '.join(here)})")
+
+
+# Weight dtypes of a backbone (`--sentence-precision`, `--bertscore-precision`): fp32, the
+# default, or bfloat16 (a private bf16 copy of the model; outputs are read back as float32).
+PRECISIONS = {"fp32": "float32", "bf16": "bfloat16"}
+
+
+def check_precision(option: str, value: str | None) -> str:
+    """fp32 (for None) or bf16; one line naming the option for anything else."""
+    from ..errors import DialevalError
+
+    name = "fp32" if value is None else str(value).strip().lower()
+    if name not in PRECISIONS:
+        raise DialevalError(f"--{option.replace('_', '-')} {value}: choose from {', '.join(PRECISIONS)}")
+    return name
+
+
 def offline_environment() -> None:
     """Never the model hub: local folders only, and no progress bars of our libraries on stderr
     (dialeval's own progress and --json output are the only things a user should see)."""

@@ -148,6 +148,9 @@ class JudgeScore(Metric):
                  judge_precision: Literal["fp32", "bf16"] = "fp32", judge_context_turns: int = 2,
                  judge_batch_tokens: int = 0, judge_device: str = "cpu", refs_mode: str = "multi",
                  tokenizer: str | None = None):
+        from ...backbones.runtime import check_device
+
+        judge_device = check_device("judge_device", judge_device)   # before any model is read
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         if judge_precision not in PRECISIONS:
             raise DialevalError(f"--judge-precision {judge_precision!r}: choose from {', '.join(PRECISIONS)}")

@@ -248,6 +248,9 @@ class DeepFM(Metric):
                  lm_token_budget: int = TOKEN_BUDGET, lm_precision: Literal["fp32", "bf16"] = "fp32",
                  lm_device: str = "cpu", lm_layout: str = "auto", fm_refs: Literal["max", "mean"] = "max",
                  refs_mode: str = "multi", tokenizer: str | None = None):
+        from ...backbones.runtime import check_device
+
+        lm_device = check_device("lm_device", lm_device)   # before any model is read
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         self.fm = _LMHalf(lm_model, lm_batch_size, lm_device, lm_layout, fm_refs, self.name,
                           token_budget=lm_token_budget, precision=lm_precision)
@@ -294,6 +297,9 @@ class DeepAMFM(Metric):
                  sentence_batch_size: int = 16, amfm_lambda: float = DEFAULT_LAMBDA,
                  am_refs: Literal["max", "mean", "centroid"] = "max", fm_refs: Literal["max", "mean"] = "max",
                  refs_mode: str = "multi", tokenizer: str | None = None):
+        from ...backbones.runtime import check_device
+
+        lm_device = check_device("lm_device", lm_device)   # before any model is read
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         if not 0.0 <= float(amfm_lambda) <= 1.0 or math.isnan(float(amfm_lambda)):
             raise DialevalError(f"--amfm-lambda {amfm_lambda} outside [0, 1]")

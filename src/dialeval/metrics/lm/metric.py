@@ -57,6 +57,9 @@ class LMScore(Metric):
                  lm_token_budget: int = TOKEN_BUDGET, lm_precision: Literal["fp32", "bf16"] = "fp32",
                  lm_device: str = "cpu", lm_context_turns: int = 1, lm_layout: str = "auto", refs_mode: str = "multi",
                  tokenizer: str | None = None):
+        from ...backbones.runtime import check_device
+
+        lm_device = check_device("lm_device", lm_device)   # before any model is read
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         if not lm_model:
             raise DialevalError(f"metric {self.name!r} needs a language model: --lm-model DIR "

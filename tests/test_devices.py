@@ -1,0 +1,149 @@
+"""Devices of the model metrics (issue 33 item 4): one shared check (backbones.runtime.check_device),
+called by each metric's constructor, refuses a device that is not here in one line naming the
+option and the devices there are, before any model is read; "cpu" builds the metric.
+
+Runs on a machine without CUDA (the refusal path); where torch sees a GPU the refusal tests skip.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+import torch  # noqa: E402
+
+from dialeval.errors import DialevalError  # noqa: E402
+from dialeval.metrics.registry import build_metric  # noqa: E402
+from dialeval.models.defaults import default_model_dir  # noqa: E402
+
+LM = default_model_dir("lm")     # read at collection, before conftest hides the defaults per test
+
+no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="torch sees a CUDA device here")
+
+# (metric, its device option, the other options it needs)
+DEVICE_METRICS = [
+    ("sent_cosine", "sentence_device", {}),
+    ("bertscore_p", "bertscore_device", {}),
+    ("bertscore_r", "bertscore_device", {}),
+    ("bertscore_f", "bertscore_device", {}),
+    ("lm_coherence", "lm_device", {"lm_model": LM}),
+    ("lm_coherence_raw", "lm_device", {"lm_model": LM}),
+    ("lm_fluency", "lm_device", {"lm_model": LM}),
+    ("lm_fluency_raw", "lm_device", {"lm_model": LM}),
+    ("deep_fm", "lm_device", {"lm_model": LM}),
+    ("deep_amfm", "lm_device", {"lm_model": LM}),
+    ("judge", "judge_device", {}),
+]
+
+
+def _loaded():
+    """What the process has loaded: backbones, and the LM metrics' own cache."""
+    from dialeval.backbones import cached_backbones
+    from dialeval.metrics.lm.checkpoint import _CACHE
+
+    return len(cached_backbones()), len(_CACHE)
+
+
+def test_every_metric_with_a_device_option_is_checked_here():
+    from dialeval.metrics.registry import REGISTRY
+
+    takes = set()
+    for name, spec in REGISTRY.items():
+        try:
+            options = spec.option_specs()
+        except DialevalError:
+            continue
+        if any(o.endswith("_device") for o in options):
+            takes.add(name)
+    listed = {m for m, _, _ in DEVICE_METRICS}
+    # the judge's other qualities are the same class as `judge`
+    assert {n for n in takes if not n.startswith("judge_")} == listed
+
+
+@no_cuda
+@pytest.mark.parametrize("value", ["cuda", "cuda:0", "CUDA"])
+@pytest.mark.parametrize("metric,option,extra", DEVICE_METRICS, ids=[m for m, _, _ in DEVICE_METRICS])
+def test_cuda_without_a_gpu_is_refused_before_any_work(metric, option, extra, value):
+    before = _loaded()
+    with pytest.raises(DialevalError) as info:
+        build_metric(metric, **{option: value}, **{k: v for k, v in extra.items() if v is not None})
+    message = str(info.value)
+    flag = "--" + option.replace("_", "-")
+    assert message == f"{flag} {value}: torch sees no CUDA device here (available: cpu)"
+    assert "\n" not in message
+    assert _loaded() == before        # refused before a model was read
+
+
+@pytest.mark.parametrize("value", ["gpu", "cdua", "cuda:x", ""])
+@pytest.mark.parametrize("metric,option", [("sent_cosine", "sentence_device"), ("bertscore_f", "bertscore_device"),
+                                           ("lm_fluency", "lm_device"), ("deep_fm", "lm_device"),
+                                           ("judge", "judge_device")])
+def test_a_misspelt_device_is_refused_naming_the_option(metric, option, value):
+    with pytest.raises(DialevalError, match=rf"^--{option.replace('_', '-')} {value}: not a device \(available: cpu"):
+        build_metric(metric, **{option: value})
+
+
+def test_check_device_normalises():
+    from dialeval.backbones import check_device
+
+    assert check_device("lm_device", None) == "cpu"
+    assert check_device("lm_device", " CPU ") == "cpu"
+
+
+@pytest.mark.parametrize("metric,option,extra", DEVICE_METRICS, ids=[m for m, _, _ in DEVICE_METRICS])
+def test_cpu_builds_the_metric(metric, option, extra):
+    if "lm_model" in extra and extra["lm_model"] is None:
+        pytest.skip("the default models package (install.sh) is not installed")
+    if metric == "judge":
+        pytest.importorskip("transformers")
+        from dialeval.models.pretrained import smollm2_135m
+
+        try:
+            smollm2_135m(prepare=False)
+        except DialevalError as exc:
+            pytest.skip(f"SmolLM2-135M-Instruct is not prepared here: {exc}")
+    m = build_metric(metric, **{option: "cpu"}, **extra)
+    assert m.name == metric
+    if metric == "sent_cosine":
+        assert ("device", "cpu") in m.signature_options()
+    elif metric.startswith("bertscore"):     # the default device is not named: signatures unchanged
+        assert not any(k == "device" for k, _ in m.signature_options())
+
+
+@no_cuda
+@pytest.mark.parametrize("flag,metric", [("--sentence-device", "sent_cosine"), ("--bertscore-device", "bertscore_f"),
+                                         ("--lm-device", "lm_fluency"), ("--judge-device", "judge")])
+def test_the_cli_refuses_in_one_line_with_exit_2(tmp_path, capsys, flag, metric):
+    from dialeval.cli.main import main
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"response": "hi there", "references": ["hello there"]}\n', encoding="utf-8")
+    rc = main(["score", str(src), "--metrics", metric, flag, "cuda"])
+    out, err = capsys.readouterr()
+    assert rc == 2
+    assert err.strip().splitlines() == [f"dialeval: error: {flag} cuda: torch sees no CUDA device here (available: cpu)"]
+    assert out == ""
+
+
+# -- precision of the sentence encoder (the BERTScore one: tests/test_bertscore.py) ------------
+
+def test_sentence_bf16_is_close_named_and_leaves_fp32_alone():
+    pytest.importorskip("sentence_transformers")
+    from dialeval import score
+
+    rows = [{"response": "i would love to go to the beach tomorrow .",
+             "references": ["let us go to the beach tomorrow .", "i am busy tomorrow , sorry ."]},
+            {"response": "the weather is nice", "references": ["the weather is nice today"]},
+            {"response": "what time does the train leave ?", "references": ["it leaves at nine ."]}]
+    fp32 = score(rows, ["sent_cosine"])
+    bf16 = score(rows, ["sent_cosine"], sentence_precision="bf16")
+    again = score(rows, ["sent_cosine"])
+    np.testing.assert_array_equal(again.sentence["sent_cosine"], fp32.sentence["sent_cosine"])
+    np.testing.assert_allclose(bf16.sentence["sent_cosine"], fp32.sentence["sent_cosine"], atol=1e-2, rtol=0)
+    assert str(fp32.signatures["sent_cosine"]).endswith("|model:all-MiniLM-L6-v2|device:cpu|version:" +
+                                                        str(fp32.signatures["sent_cosine"]).rsplit(":", 1)[1])
+    assert "|device:cpu|dtype:bf16|" in str(bf16.signatures["sent_cosine"])
+    with pytest.raises(DialevalError, match="--sentence-precision fp16: choose from fp32, bf16"):
+        build_metric("sent_cosine", sentence_precision="fp16")
