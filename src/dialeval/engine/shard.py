@@ -136,15 +136,12 @@ UNSCORED_IDS = 5   # ids named per (metric, system, reason)
 
 def unscored_reasons(metric, batch: Batch, missing: np.ndarray) -> dict[str, list]:
     """reason -> [count, first ids] of the rows of `batch` that `metric` left NaN."""
-    from ..metrics.base import undefined_rows
+    from ..metrics.base import undefined_reasons
 
-    no_refs = np.zeros(len(batch), dtype=bool)
-    if metric.needs_references:
-        no_refs = np.fromiter((not any(r.strip() for r in rs) for rs in batch.refs), dtype=bool, count=len(batch))
-    no_ctx = undefined_rows(metric, batch) & ~no_refs
+    reasons = undefined_reasons(metric, batch)
     out: dict[str, list] = {}
     for i in missing.tolist():
-        reason = "no references" if no_refs[i] else "no context" if no_ctx[i] else "no value"
+        reason = next((why for why, rows in reasons.items() if rows[i]), "no value")
         have = out.setdefault(reason, [0])
         have[0] += 1
         if len(have) <= UNSCORED_IDS:

@@ -387,16 +387,24 @@ def blank_rows(batch: Batch) -> np.ndarray:
                                                    count=len(batch)))
 
 
-def undefined_rows(metric: "Metric", batch: Batch) -> np.ndarray:
-    """Rows the metric cannot score whatever the response: no reference for a reference-based
-    metric, no context for a context-based one."""
-    out = np.zeros(len(batch), dtype=bool)
+def undefined_reasons(metric: "Metric", batch: Batch) -> dict[str, np.ndarray]:
+    """Why rows cannot be scored whatever the response, reason -> rows: "no references" for a
+    reference-based metric, "no context" for a context-based one (in that order)."""
+    out: dict[str, np.ndarray] = {}
     if metric.needs_references:
-        out |= batch.memo("no-live-refs", lambda: np.fromiter((not any(r.strip() for r in rs) for rs in batch.refs),
-                                                              dtype=bool, count=len(batch)))
+        out["no references"] = batch.memo("no-live-refs", lambda: np.fromiter(
+            (not any(r.strip() for r in rs) for rs in batch.refs), dtype=bool, count=len(batch)))
     if metric.needs_context:
-        out |= batch.memo("no-context", lambda: np.fromiter((not any(t.strip() for t in c) for c in batch.contexts),
-                                                            dtype=bool, count=len(batch)))
+        out["no context"] = batch.memo("no-context", lambda: np.fromiter(
+            (not any(t.strip() for t in c) for c in batch.contexts), dtype=bool, count=len(batch)))
+    return out
+
+
+def undefined_rows(metric: "Metric", batch: Batch) -> np.ndarray:
+    """Rows the metric cannot score whatever the response (any of `undefined_reasons`)."""
+    out = np.zeros(len(batch), dtype=bool)
+    for rows in undefined_reasons(metric, batch).values():
+        out |= rows
     return out
 
 

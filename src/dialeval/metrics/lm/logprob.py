@@ -37,6 +37,23 @@ from .loaded import LoadedLM
 # (`--lm-token-budget`). With no copies a larger batch wastes nothing; the budget bounds memory.
 BATCH_SIZE = 32
 TOKEN_BUDGET = 2048
+
+
+class LMOptions:
+    """The options every metric over a causal LM takes (lm_*, deep_fm, deep_amfm), declared once:
+    the flag generator reads the option blocks of a metric class and of all its bases.
+
+    Options:
+        lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
+        lm_batch_size: sequences per forward pass at most (default 32; a batch holds sequences of
+            one token length, each computed once)
+        lm_token_budget: token positions per forward pass at most, rows x length (default 2048):
+            bounds memory; a longer text runs alone
+        lm_precision: weight dtype, fp32 (default) or bf16 (faster on CPUs with AVX512-BF16;
+            named in the signature)
+        lm_device: torch device (default cpu)
+        lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
+    """
 # Positions per output-layer product: (HEAD_ROWS x vocabulary) logits at a time.
 HEAD_ROWS = 256
 

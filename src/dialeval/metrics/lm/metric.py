@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ..base import Batch, Metric
-from .logprob import BATCH_SIZE, TOKEN_BUDGET
+from .logprob import BATCH_SIZE, LMOptions, TOKEN_BUDGET
 
 LM_OPTIONS = ("lm_model", "lm_percentile", "lm_batch_size", "lm_token_budget", "lm_precision", "lm_device",
               "lm_context_turns", "lm_layout")
@@ -30,21 +30,14 @@ def normalise(raw: np.ndarray, bound: float) -> np.ndarray:
     return (np.maximum(bound, raw) - bound) / -bound
 
 
-class LMScore(Metric):
+class LMScore(LMOptions, Metric):
     """Causal-LM coherence and fluency (holistic paper eq. 1-4).
 
+    The causal-LM options are those of `logprob.LMOptions`; its own:
+
     Options:
-        lm_model: causal-LM folder, GGUF file (or a folder holding one) or LoRA adapter folder (`dialeval train lm`)
         lm_percentile: percentile of the stored reference scores used as the lower bound (default 5)
-        lm_batch_size: sequences per forward pass at most (default 32; a batch holds sequences of
-            one token length, each computed once)
-        lm_token_budget: token positions per forward pass at most, rows x length (default 2048):
-            bounds memory; a longer text runs alone
-        lm_precision: weight dtype, fp32 (default) or bf16 (faster on CPUs with AVX512-BF16;
-            named in the signature)
-        lm_device: torch device (default cpu)
         lm_context_turns: context turns that form the query for lm_coherence (default 1, the paper's)
-        lm_layout: sequence frame, auto (the model's own: an adapter's stored one, else plain), plain or chat
     """
 
     needs_references = False
