@@ -121,7 +121,7 @@ def test_search_keeps_the_setting_best_on_validation_and_equals_training_it_dire
 
 
 def test_adam_in_place_equals_the_textbook_update_bit_for_bit():
-    from dialeval.metrics.learned.adem.model import _Adam
+    from dialeval.metrics.learned.adem.training import Adam as _Adam
 
     rng = np.random.default_rng(0)
     ours = [rng.normal(size=(7, 7)), rng.normal(size=(7, 7))]

@@ -194,3 +194,140 @@ def test_bleu_corpus_from_summed_rows_is_corpus_from_stats_row_by_row():
                               np.floor(guesses * rng.uniform(0, 1, size=(6, 4)))])
     rows = bleu.corpus_from_summed_rows(totals)
     assert np.allclose(rows, [bleu.corpus_from_stats(t) for t in totals], rtol=0, atol=1e-15)
+
+
+def test_meta_names_no_metric_family():
+    """`compare`, `report` and `correlate` read a system's value from the declarations, so no
+    module of meta/ imports a metric family (the leave-one-set-out evaluation of compositions
+    is handed its models and sets by the caller)."""
+    import ast
+    from pathlib import Path
+
+    import dialeval.meta as meta
+
+    families = ("overlap", "embedding", "lm", "learned", "mme", "amfm", "diversity", "compose", "judge")
+    for path in sorted(Path(meta.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert not [m for m in imported if any(f"metrics.{f}" in m for f in families)], (path.name, imported)
+
+
+def test_demo_distinct2_is_what_score_prints_in_compare_report_and_correlate(capsys):
+    """On examples/demo.jsonl (every response's own distinct-2 is 1.0): the command line's
+    `compare`, `correlate --level system` and the report give each system the `score` value."""
+    from pathlib import Path
+
+    from dialeval.meta.evaluate import read_scores
+    from dialeval.report.html import build_report
+
+    demo = str(Path(__file__).resolve().parents[1] / "examples" / "demo.jsonl")
+    scored = _json(["score", demo, "--metrics", "distinct2,bleu4"], capsys)["systems"]
+    assert scored["seq2seq"]["distinct2"] < 1.0            # the old per-row mean printed 1.0
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "scores.jsonl")
+        from dialeval.cli.main import main
+
+        assert main(["score", demo, "--metrics", "distinct2,bleu4", "-o", out]) == 0
+        cmp = _json(["compare", out, "--n-resamples", "20"], capsys)
+        corr = _json(["correlate", out, "--human", "overall", "--level", "system", "--n-boot", "10"],
+                     capsys)
+        report = build_report(read_scores(out), n_boot=10, n_resamples=10)
+    names = [m["name"] for m in report["measures"]]
+    cells = {row["system"]: row["cells"] for row in report["system_rows"]}
+    for system, values in scored.items():
+        for m in ("distinct2", "bleu4"):
+            want = values[m]
+            assert next(r["score"] for r in cmp["scores"] if r["measure"] == m and r["system"] == system) == want
+            assert corr["system_points"][system][m] == want
+            assert cells[system][names.index(m)]["score"] == want
+
+
+from dialeval.metrics.base import StateKind  # noqa: E402
+
+
+class _MaxState(StateKind):
+    name = "test-max"
+
+    def merge(self, a, b):
+        return max(a, b)
+
+    def dump(self, value):
+        return {"max": float(value)}
+
+    def load(self, data):
+        return float(data["max"])
+
+
+def _plugin_with_its_own_state_kind():
+    """A plug-in whose corpus value is the longest response (no sum or row list needed): it
+    registers a "max" kind and declares it; the engine merges it by that declaration alone."""
+    from dialeval.metrics.base import Metric, MetricState, register_state_kind
+
+    register_state_kind(_MaxState())
+
+    class Longest(Metric):
+        name = "longest"
+        needs_references = False
+        state_kind = "test-max"
+
+        def multi_stats(self, batch):
+            return np.array([[float(len(h.split()))] for h in batch.hyps])
+
+        def sentence_from_stats(self, stats):
+            return stats[:, 0]
+
+        def shard_state(self, batch, out):
+            return MetricState("test-max", len(batch), float(np.max(out.sentence)) if len(batch) else 0.0)
+
+        def corpus_from_state(self, state):
+            return state.value
+
+    return Longest()
+
+
+def test_a_plugin_state_kind_merges_by_its_declaration_and_survives_a_checkpoint():
+    import dialeval
+    from dialeval.data.sample import Sample
+    from dialeval.engine import make_plan
+    from dialeval.engine.merge import Totals
+    from dialeval.engine.shard import score_shard
+
+    metric = _plugin_with_its_own_state_kind()
+    samples = [Sample(id=str(i), response=" ".join("w" * (i % 7 + 1)), references=[], system="AB"[i % 2])
+               for i in range(30)]
+    whole = dialeval.score(samples, [metric])
+    assert whole.systems["A"]["longest"] == 7.0 and whole.corpus["longest"] == 7.0
+    for chunk in (1, 4, 7):
+        assert dialeval.score(samples, [metric], chunk_size=chunk).systems == whole.systems
+    # a checkpoint writes the declared kind and reads it back (as --resume does)
+    plan = make_plan([metric])
+    totals = Totals().add(score_shard(plan, samples[:13], None))
+    back = Totals.from_dict(json.loads(json.dumps(totals.to_dict())))
+    back.add(score_shard(plan, samples[13:], None))
+    assert back.corpus_values(plan) == Totals().add(score_shard(plan, samples, None)).corpus_values(plan)
+
+
+def test_diversity_declares_its_ngram_table():
+    """distinct-n / entropy-n declare the exact "counts" kind; the engine merges it like any
+    declared state and a checkpoint round trip keeps it exactly."""
+    from dialeval.data.sample import Sample
+    from dialeval.engine import make_plan
+    from dialeval.engine.merge import Totals
+    from dialeval.engine.shard import score_shard
+    from dialeval.metrics.base import STATE_KINDS
+    from dialeval.metrics.registry import build_metric
+
+    metric = build_metric("distinct2")
+    assert metric.reduction() == "counts" and "counts" in STATE_KINDS
+    samples = [Sample(id=f"{s}{i}", response=t, references=[], system=s)
+               for s, texts in threebots.RESPONSES.items() for i, t in enumerate(texts)]
+    plan = make_plan([metric, build_metric("entropy2"), build_metric("bleu1")])
+    part = score_shard(plan, samples[:8], None)
+    assert part.states["bot_a"]["distinct2"].kind == "counts"
+    totals = Totals.from_dict(json.loads(json.dumps(Totals().add(part).to_dict())))
+    totals.add(score_shard(plan, samples[8:], None))
+    whole = Totals().add(score_shard(plan, samples, None))
+    assert totals.corpus_values(plan) == whole.corpus_values(plan)
+    assert json.dumps(totals.to_dict()) == json.dumps(whole.to_dict()).replace('"shards": 1', '"shards": 2')

@@ -39,10 +39,8 @@ def scored():
 
 
 def test_deep_am_under_max_is_sent_cosine(scored):
-    a, b = scored.sentence["deep_am"], scored.sentence["sent_cosine"]
-    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
-    ok = ~np.isnan(a)
-    np.testing.assert_allclose(a[ok], b[ok], atol=1e-6)
+    """Not a copy held close: under max, deep_am is computed by sent_cosine itself."""
+    np.testing.assert_array_equal(scored.sentence["deep_am"], scored.sentence["sent_cosine"])
 
 
 def test_deep_fm_is_the_likelihood_ratio_of_lm_fluency_raw(scored):

@@ -139,8 +139,27 @@ def _lm(out):
     again.save(out / "lm-again")
 
 
+def _lora(out):
+    """A LoRA adapter on a tiny random llama; a loaded adapter saves again."""
+    pytest.importorskip("peft")
+    from test_lm_lora import _corpus, _tiny_llama_folder
+
+    from dialeval.metrics.lm.lora import LoraTrainer
+
+    base = _tiny_llama_folder(out / "base")
+    trainer = LoraTrainer(rank=2, alpha=4, steps=2, batch_size=4, max_length=24, warmup_steps=1,
+                          reference_pairs=4, seed=1).fit(_corpus(out / "dialogues.txt"), base)
+    trainer.save(out / "lora")
+    again = LoraTrainer.load(out / "lora")
+    assert again.info_ == trainer.info_
+    again.save(out / "lora-again")
+    weights = "adapter_model.safetensors"
+    assert (out / "lora" / weights).read_bytes() == (out / "lora-again" / weights).read_bytes()
+
+
 RECIPES = {
     "LMTrainer": _lm,
+    "LoraTrainer": _lora,
     "Word2VecVectors": _word2vec,
     "ComposeModel": _compose,
     "AMFMModel": _amfm,

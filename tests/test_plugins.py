@@ -3,7 +3,8 @@
 A tiny plug-in package is written into the test's temporary folder, installed there with pip
 (`--target`, so nothing outside the test changes), and put on the path of a `dialeval`
 process: its metric must then score through `dialeval score` and take its own option as a
-generated flag, and its loader must feed `dialeval evaluate`.
+generated flag, its loader must feed `dialeval evaluate`, and its estimator's training command
+must train and save through `dialeval train`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ resp_tokens = "dialeval_plugin_demo:ResponseTokens"
 
 [project.entry-points."dialeval.datasets"]
 demo-rated = "dialeval_plugin_demo:load_rated"
+
+[project.entry-points."dialeval.train"]
+word-counts = "dialeval_plugin_demo:WordCounts"
 """
 
 MODULE = '''\
@@ -46,6 +50,7 @@ import numpy as np
 from dialeval.data.datasets.base import Dataset
 from dialeval.data.sample import DatasetInfo, Sample
 from dialeval.metrics.base import Metric
+from dialeval.models.estimator import Argument, Estimator, Options, TrainCommand
 
 
 class ResponseTokens(Metric):
@@ -83,6 +88,29 @@ def load_rated(path):
     info = DatasetInfo(name="demo-rated", qualities={"overall": "overall quality, 1-5"},
                        scales={"overall": (1.0, 5.0)})
     return Dataset(info, samples)
+
+
+class WordCounts(Estimator):
+    """Counts of a corpus's most frequent words.
+
+    Options:
+        size: words kept
+    """
+
+    kind = "word-counts-demo"
+    train_command = TrainCommand("word-counts", "count the words of a corpus", arguments=(
+        Argument("--corpus", required=True, help="a text file"), Options()))
+
+    def __init__(self, size: int = 100):
+        self.size = size
+
+    def fit(self, corpus):
+        with open(corpus, encoding="utf-8") as handle:
+            words = handle.read().split()
+        top = sorted(set(words), key=lambda w: (-words.count(w), w))[: self.size]
+        self.words_ = top
+        self.counts_ = np.array([words.count(w) for w in top], dtype=float)
+        return self
 '''
 
 
@@ -152,6 +180,23 @@ def test_plugin_dataset_feeds_evaluate(plugin_site, tmp_path):
                      "--json")
     assert proc.returncode == 0, proc.stderr
     assert "resp_tokens" in proc.stdout
+
+
+@pytest.mark.slow
+def test_plugin_estimator_trains_through_its_generated_command(plugin_site, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat and the dog and the bird", encoding="utf-8")
+    listed = _dialeval(plugin_site, "train", "--help")
+    assert listed.returncode == 0 and "word-counts" in listed.stdout
+    helped = _dialeval(plugin_site, "train", "word-counts", "--help")
+    assert "--size SIZE" in helped.stdout and "words kept (default: 100)" in helped.stdout
+    proc = _dialeval(plugin_site, "train", "word-counts", "--corpus", str(corpus), "--size", "2",
+                     "-o", str(tmp_path / "model"))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["output"] == str(tmp_path / "model")
+    config = json.loads((tmp_path / "model" / "config.json").read_text())
+    assert config["params"] == {"size": 2} and config["state"]["words_"] == ["the", "and"]
+    assert json.loads((tmp_path / "model" / "manifest.json").read_text())["kind"] == "word-counts-demo"
 
 
 def test_registry_reads_plugins_only_for_names_it_does_not_know(monkeypatch):

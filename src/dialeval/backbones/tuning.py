@@ -9,7 +9,7 @@ The loop (`tune_top_layers`) is the one MME and ADEM share: AdamW (the tuned lay
 rate with weight decay 0.01, plus whatever parameter groups the caller's loss adds), a linear
 warm-up over the first tenth of the planned steps then linear decay to zero (the usual BERT
 fine-tuning schedule: the first updates do not jolt the pretrained layers), gradient norm
-clipped at 1, checks of a caller's validation score at chosen points, and the best state kept,
+clipped at 1 (that step is `models.training.Optimiser`, the one the LM trainers take), checks of a caller's validation score at chosen points, and the best state kept,
 the starting state included, so tuning never ends worse than its start on validation.
 
 Storage: one safetensors file of the tuned layers under the base model's tensor names
@@ -207,15 +207,16 @@ def tune_top_layers(top, loss: Callable[[Any], Any], epoch_batches: Callable[[in
     names (1-based, n batches in the epoch) and whenever the deadline stops the run; a checked
     state replaces the best when better(score, best_score). `start` is the (score, state) to
     beat; snapshot() captures a state. The caller restores `best_state` (None: the start won)."""
-    import torch
+    from ..models.training import Optimiser
 
     apply_thread_policy()
     top_params = list(top.parameters())
     extra = [dict(g) for g in extra_groups]
-    # weight decay 0.01 unless a caller's group says otherwise (a head or a penalised form)
-    opt = torch.optim.AdamW([{"params": top_params, "lr": lr}] + extra, weight_decay=0.01)
-    clip = top_params + [p for g in extra for p in g["params"]]
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, linear_schedule(max(1, planned_steps)))
+    # weight decay 0.01 unless a caller's group says otherwise (a head or a penalised form); a
+    # group without its own rate keeps AdamW's default
+    optimiser = Optimiser([{"params": top_params, "lr": lr}] + extra, lr=None, weight_decay=0.01,
+                          schedule=linear_schedule(max(1, planned_steps)),
+                          clip=top_params + [p for g in extra for p in g["params"]])
     result = TuneResult(best_score=start[0], best_state=start[1], best_step=0, best_position=0.0, steps=0,
                         epochs_run=0, stopped=False, steps_per_epoch=0)
     for epoch in range(1, epochs + 1):
@@ -227,13 +228,9 @@ def tune_top_layers(top, loss: Callable[[Any], Any], epoch_batches: Callable[[in
         checks = check_after(len(batches))
         total, done = 0.0, 0
         for k, rows in enumerate(batches, start=1):
-            opt.zero_grad()
             value = loss(rows)
             total += float(value.detach())
-            value.backward()
-            torch.nn.utils.clip_grad_norm_(clip, 1.0)
-            opt.step()
-            sched.step()
+            optimiser.step(value)
             result.steps += 1
             done = k
             result.stopped = deadline is not None and time.monotonic() > deadline

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-
+from dialeval.models.commands import Argument, Options, TrainCommand
 
 
 def _corpus_arguments(p) -> None:
@@ -54,12 +54,10 @@ def cmd_train(args) -> int:
     return 0
 
 
-def add_train_commands(sub) -> None:
-    p = sub.add_parser("amfm", help="train an AM-FM model (LSI + n-gram LM) on a corpus")
-    _corpus_arguments(p)
-    _model_flags(p)
-    p.add_argument("-o", "--output", required=True, help="model folder to write")
-    p.set_defaults(func=cmd_train)
+TRAIN_COMMANDS = [TrainCommand(
+    "amfm", "train an AM-FM model (LSI + n-gram LM) on a corpus",
+    estimator="dialeval.metrics.amfm.model:AMFMModel", run="dialeval.cli.amfm:cmd_train", arguments=(
+        _corpus_arguments, Options(), Argument("-o", "--output", required=True, help="model folder to write")))]
 
 
 def _ints(text: str) -> list[int]:

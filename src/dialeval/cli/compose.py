@@ -13,6 +13,7 @@ import os
 import sys
 
 from dialeval.errors import DialevalError
+from dialeval.models.commands import Argument, Options, TrainCommand
 
 
 def parse_data_spec(text: str) -> tuple[str, str]:
@@ -128,42 +129,33 @@ def cmd_fit_compose(args) -> int:
 
 def _fit_subparsers(sub):
     """The `fit` command's sub-parsers, creating the command on first use."""
-    import argparse
+    from .train import group_subparsers
 
-    parser = sub.choices.get("fit")
-    if parser is None:
-        parser = sub.add_parser("fit", help="fit a combination of metrics on rated development data")
-        return parser.add_subparsers(dest="what", required=True)
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    return parser.add_subparsers(dest="what", required=True)
+    return group_subparsers(sub, "fit")
 
 
-def add_commands(sub) -> None:
-    from .options import add_scoring_flags
-
-    fit = _fit_subparsers(sub)
-    p = fit.add_parser("compose", help="fit CRS / average / ridge weights over metrics on rated data sets")
-    p.add_argument("--data", action="append", required=True, metavar="NAME:PATH",
-                   help="a development set: a data set loader name and its folder "
-                   "(usr-pc:$DATA/usr), or any name and a rated JSONL/CSV/TSV file (repeatable)")
-    p.add_argument("--metrics", required=True, help="comma-separated metrics to compose")
-    p.add_argument("--quality", default="all",
-                   help="qualities to fit weights for, comma-separated, or all (default: every rated one)")
-    p.add_argument("-o", "--output", required=True, help="artifact folder to write")
-    from dialeval.metrics.compose.model import ComposeModel
-
-    from .options import add_estimator_flags
-
-    # the composition's settings, from ComposeModel's constructor (ridge's alphas stay a library option)
-    p.set_defaults(_estimator_flags=add_estimator_flags(p, ComposeModel, exclude=["alphas"]))
-    p.add_argument("--exclude-system", action="append",
-                   help="leave out a system's responses wherever present (e.g. 'Original Ground Truth')")
-    p.add_argument("--plot", metavar="PNG", help="also draw the weights (quality x metric) as a heatmap")
-    p.add_argument("--json", action="store_true", help="print what was learned as one JSON object")
-    from .options import add_table_format
+def _scoring_flags(p) -> None:
+    from .options import add_scoring_flags, add_table_format
 
     add_table_format(p, alias=False)
     add_scoring_flags(p)
-    p.set_defaults(func=cmd_fit_compose)
+
+
+TRAIN_COMMANDS = [TrainCommand(
+    "compose", "fit CRS / average / ridge weights over metrics on rated data sets", group="fit",
+    estimator="dialeval.metrics.compose.model:ComposeModel", run="dialeval.cli.compose:cmd_fit_compose",
+    arguments=(
+        Argument("--data", action="append", required=True, metavar="NAME:PATH",
+                 help="a development set: a data set loader name and its folder "
+                      "(usr-pc:$DATA/usr), or any name and a rated JSONL/CSV/TSV file (repeatable)"),
+        Argument("--metrics", required=True, help="comma-separated metrics to compose"),
+        Argument("--quality", default="all",
+                 help="qualities to fit weights for, comma-separated, or all (default: every rated one)"),
+        Argument("-o", "--output", required=True, help="artifact folder to write"),
+        # the composition's settings, from ComposeModel's constructor (ridge's alphas stay a library option)
+        Options(exclude=("alphas",)),
+        Argument("--exclude-system", action="append",
+                 help="leave out a system's responses wherever present (e.g. 'Original Ground Truth')"),
+        Argument("--plot", metavar="PNG", help="also draw the weights (quality x metric) as a heatmap"),
+        Argument("--json", action="store_true", help="print what was learned as one JSON object"),
+        _scoring_flags))]

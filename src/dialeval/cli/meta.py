@@ -109,7 +109,7 @@ def _analyse(args, rows: list[dict], quality: str, levels: list[str], metrics=No
 def _system_measures(rows: list[dict], metrics: list[str] | None) -> dict:
     """The system level's definition of a system's score: its corpus score (`compare`'s
     Measures; a plain `score -o` file's statistics rows are recomputed, with a note)."""
-    from dialeval.meta.systems import measures_from_rows, row_signatures
+    from dialeval.meta.measures import measures_from_rows, row_signatures
 
     notes: list[str] = []
     measures = measures_from_rows(rows, metrics, row_signatures(rows), notes=notes)
@@ -307,6 +307,7 @@ def _evaluation_plots(args, ev) -> list[str]:
     """`evaluate --plot DIR`: per quality, turn-level scatters (when items are rated),
     system-level scatters of corpus scores vs system means, and the metric heatmap."""
     from dialeval.meta.evaluate import columns
+    from dialeval.meta.human import system_human_means
     from dialeval.meta.matrix import correlation_matrix
     from dialeval.report.plots import heatmap, scatter_plots, system_scatter_plots
 
@@ -321,26 +322,13 @@ def _evaluation_plots(args, ev) -> list[str]:
         _, human, _, systems = columns(rows, q)
         plots += scatter_plots(values, human, args.plot, quality=q, seed=args.seed,
                                systems=systems)
-        sys_human = _system_means(human, systems)
+        sys_human = system_human_means(human, systems)
         if len(sys_human) > 1:
             plots += system_scatter_plots(ev.result.systems, sys_human, args.plot, quality=q)
     if len(values) > 1:
         plots.append(heatmap(correlation_matrix(values, "spearman"), list(values),
                              f"{args.plot}/heatmap_metrics.png", title="Spearman between metrics"))
     return plots
-
-
-def _system_means(human, systems) -> dict:
-    import numpy as np
-
-    out: dict = {}
-    for s in dict.fromkeys(systems):
-        if s is None:
-            continue
-        v = np.array([h for h, t in zip(human, systems) if t == s], dtype=float)
-        if np.isfinite(v).any():
-            out[s] = float(np.nanmean(v))
-    return out
 
 
 def _evaluation_report(args, ev) -> None:

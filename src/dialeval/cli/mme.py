@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sys
 
+from dialeval.models.commands import Argument, Options, TrainCommand
+
 
 def cmd_train(args) -> int:
     from dialeval.cli.options import estimator_kwargs
@@ -26,20 +28,18 @@ def cmd_train(args) -> int:
     return 0
 
 
-def add_train_commands(sub) -> None:
-    p = sub.add_parser("mme", help="train the MME-CRS sub-metrics (FM, RM, TCM, EM, SM) into one folder")
-    p.add_argument("--corpus", required=True,
-                   help="DailyDialog train (train.zip or dialogues_train.txt; valid/test are refused)")
-    p.add_argument("--engagement", help="the predictive-engagement data folder (needed for em)")
-    p.add_argument("-o", "--output", required=True, help="model folder to write (other sub-metrics in it are kept)")
-    p.add_argument("--only", help="comma-separated subset of fm,rm,tcm,em,sm (default: all)")
-    p.add_argument("--finetune", action="store_true",
-                   help="fine-tune the top MiniLM layers with the FM, RM and EM heads (default: frozen encoder, "
-                        "heads only); the tuned layers are stored in each sub-metric's folder")
-    from dialeval.cli.options import add_estimator_flags
-    from dialeval.metrics.mme.model import MMETrainer
-
-    # the trainer's settings from its constructor; --only and --finetune spell `only` and `encoder_mode`
-    p.set_defaults(_estimator_flags=add_estimator_flags(p, MMETrainer, exclude=["only", "encoder_mode"]))
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.set_defaults(func=cmd_train)
+TRAIN_COMMANDS = [TrainCommand(
+    "mme", "train the MME-CRS sub-metrics (FM, RM, TCM, EM, SM) into one folder",
+    estimator="dialeval.metrics.mme.model:MMETrainer", run="dialeval.cli.mme:cmd_train", arguments=(
+        Argument("--corpus", required=True,
+                 help="DailyDialog train (train.zip or dialogues_train.txt; valid/test are refused)"),
+        Argument("--engagement", help="the predictive-engagement data folder (needed for em)"),
+        Argument("-o", "--output", required=True,
+                 help="model folder to write (other sub-metrics in it are kept)"),
+        Argument("--only", help="comma-separated subset of fm,rm,tcm,em,sm (default: all)"),
+        Argument("--finetune", action="store_true",
+                 help="fine-tune the top MiniLM layers with the FM, RM and EM heads (default: frozen encoder, "
+                      "heads only); the tuned layers are stored in each sub-metric's folder"),
+        # the trainer's settings from its constructor; --only and --finetune spell `only` and `encoder_mode`
+        Options(exclude=("only", "encoder_mode")),
+        Argument("--quiet", action="store_true", help="no progress lines on stderr")))]

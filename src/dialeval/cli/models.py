@@ -1,5 +1,6 @@
 """`dialeval models list|verify|build`: the default models that ship in the `dialeval_models`
-package (see `dialeval.models.defaults`). Only argparse and printing here."""
+package (see `dialeval.models.defaults`; their recipes: `dialeval.recipes`). Only argparse and
+printing here."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import sys
 
+from dialeval.cli.models_build import cmd_build
 from dialeval.errors import DialevalError
 
 PACKAGE_HINT = ("no default models installed: pip install ./packages/dialeval-models "
@@ -30,7 +32,7 @@ def _card(folder: str) -> dict:
 
 
 def cmd_list(args) -> int:
-    from dialeval.cli.models_build import ORDER, RECIPES, command_text
+    from dialeval.recipes import ORDER, RECIPES, command_text
     from dialeval.models.defaults import default_model_dir, model_digest, models_root
 
     root = models_root()
@@ -102,22 +104,6 @@ def cmd_verify(args) -> int:
         print(f"dialeval: error: {bad} model(s) changed since they were built; reinstall the models package "
               "or rebuild them (`dialeval models build`)", file=sys.stderr)
         return 2
-    return 0
-
-
-def cmd_build(args) -> int:
-    from dialeval.cli.models_build import build
-
-    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
-    out = args.output
-    if out is None:
-        out = os.path.join("packages", "dialeval-models", "src", "dialeval_models")
-        if not os.path.isdir(out):
-            raise DialevalError("give -o DIR (or run from a dialeval checkout, which builds into "
-                                f"{out})")
-    names = build(args.data_root, out, only, say=lambda m: print(m, file=sys.stderr, flush=True))
-    print(f"built {', '.join(names)} into {out}; reinstall the package to use them "
-          "(pip install ./packages/dialeval-models), or point DIALEVAL_MODELS_DIR at the folder")
     return 0
 
 

@@ -113,8 +113,96 @@ def add_estimator_flags(parser, cls: type, names: list[str] | None = None, *, ex
 
 
 def estimator_kwargs(args: argparse.Namespace, names: list[str]) -> dict:
-    """The constructor keyword arguments that `add_estimator_flags` flags hold."""
-    return {name: getattr(args, name) for name in names}
+    """The constructor keyword arguments that `add_estimator_flags` flags hold (a flag shared
+    by two estimators of one command and not given is absent: each keeps its own default)."""
+    return {name: getattr(args, name) for name in names if hasattr(args, name)}
+
+
+def option_set_kwargs(args: argparse.Namespace, key: str) -> dict:
+    """The constructor keyword arguments of a command's `Options(key=...)` set (e.g. LoRA's on
+    `train lm`), by parameter name whatever their flags are called."""
+    dests = getattr(args, "_option_sets", {}).get(key, {})
+    return {name: getattr(args, dest) for name, dest in dests.items() if hasattr(args, dest)}
+
+
+def add_command_arguments(parser: argparse.ArgumentParser, items, estimator: type | None) -> None:
+    """A declared command's arguments (`models.estimator.TrainCommand.arguments`), in order:
+    `Argument`s as written, each `Options` set as generated flags, callables called with the
+    parser. A flag that two sets produce is added once, where it first appears, with no
+    default (each estimator keeps its own when it is not given) and every differing default
+    in its help. Sets `_estimator_flags` (the command's own set: `estimator_kwargs`) and
+    `_option_sets` (every set's parameter -> dest: `option_set_kwargs`)."""
+    from dialeval.models.commands import Argument, Options, resolve
+    from dialeval.options import constructor_options
+
+    planned: list[tuple[Options, list[tuple[str, str, object, object]]]] = []
+    owners: dict[str, list[tuple[int, str, object]]] = {}
+    for item in items:
+        if not isinstance(item, Options):
+            continue
+        cls = resolve(item.estimator) if item.estimator is not None else estimator
+        specs = constructor_options(cls)
+        chosen = [n for n in (item.names or list(specs)) if n not in set(item.exclude)]
+        entries = []
+        for name in chosen:
+            spec = specs[name]
+            flag = item.flags.get(name, spec.flag)
+            default = item.defaults.get(name, spec.default)
+            entries.append((name, flag, spec, default))
+            owners.setdefault(flag, []).append((len(planned), name, default))
+        planned.append((item, entries))
+
+    groups: dict[str, argparse._ArgumentGroup] = {}
+
+    def container(title: str | None):
+        if title is None:
+            return parser
+        if title not in groups:
+            groups[title] = parser.add_argument_group(title)
+        return groups[title]
+
+    option_sets: dict[str, dict[str, str]] = {}
+    dest_of: dict[str, str] = {}
+    index = 0
+    for item in items:
+        if isinstance(item, Argument):
+            container(item.group).add_argument(*item.flags, **item.options)
+            continue
+        if not isinstance(item, Options):
+            item(parser)
+            continue
+        options, entries = planned[index]
+        dests = option_sets.setdefault(options.key, {})
+        for name, flag, spec, default in entries:
+            sharing = owners[flag]
+            if sharing[0][0] != index:                 # added by an earlier set: read its value
+                dests[name] = dest_of[flag]
+                continue
+            dest = name if not options.key else flag.lstrip("-").replace("-", "_")
+            dest_of[flag] = dests[name] = dest
+            text = spec.help or name.replace("_", " ")
+            notes = []
+            if default is not None and "default" not in text and name not in options.switches:
+                notes.append(f"default: {default}")
+            for other, _, other_default in sharing[1:]:
+                if other_default != default:
+                    notes.append(f"with --{planned[other][0].key.replace('_', '-')}: {other_default}")
+            if notes:
+                text += f" ({'; '.join(notes)})"
+            kwargs: dict = {"dest": dest, "help": argparse_text(text),
+                            "default": argparse.SUPPRESS if len(sharing) > 1 else default}
+            if spec.type is bool:
+                kwargs["action"] = "store_true" if name in options.switches else argparse.BooleanOptionalAction
+            else:
+                kwargs["type"] = spec.type
+                if spec.choices is not None:
+                    kwargs["choices"] = list(spec.choices)
+                else:
+                    kwargs["metavar"] = name.split("_")[-1].upper()
+            flags = [flag, *[a for a in options.aliases.get(name, []) if a != flag]]
+            container(options.title).add_argument(*flags, **kwargs)
+        index += 1
+    parser.set_defaults(_estimator_flags=list(option_sets.get("", {})), _option_sets=option_sets)
 
 
 def add_table_format(p, *, alias: bool = True) -> None:

@@ -45,13 +45,13 @@ def write_html_report(path: str, rows: list[dict], *, signatures=None, inputs=No
                       qualities=None, system_human=None, title=None, baseline=None,
                       metrics=None, test="bs", n_resamples=None, seed=12345, n_boot=1000,
                       comparison=None, pair_by="auto", probes=None) -> None:
-    from dialeval.report.html import build_report, write_report
+    from dialeval.report.html import ReportSettings, build_report, write_report
 
-    report = build_report(rows, qualities=qualities, system_human=system_human,
-                          signatures=signatures, inputs=inputs, metrics=metrics,
-                          title=title or "dialeval report", baseline=baseline, test=test,
-                          n_resamples=n_resamples, seed=seed, n_boot=n_boot,
-                          comparison=comparison, pair_by=pair_by)
+    settings = ReportSettings(qualities=qualities, system_human=system_human, signatures=signatures,
+                              metrics=metrics, baseline=baseline, test=test, n_resamples=n_resamples,
+                              seed=seed, n_boot=n_boot, pair_by=pair_by)
+    report = build_report(rows, settings, title=title or "dialeval report", inputs=inputs,
+                          comparison=comparison)
     if probes is not None:   # `report --probes`: the behavioural probes section
         from dialeval.report.probes import attach
 

@@ -2,8 +2,9 @@
 
 `first_pass_shard` gathers the corpus-pass states (CIDEr's document frequencies) of each
 evaluated set (system) in the shard; `score_shard` scores the shard with the merged states and
-returns sentence values plus one mergeable `MetricState` per (system, metric). Both are plain
-functions of picklable arguments, so the local loop and Dask workers run exactly this code.
+returns sentence values plus one mergeable `MetricState` per (system, metric), of the kind the
+metric declares (`Metric.state_kind`). Both are plain functions of picklable arguments, so the
+local loop and Dask workers run exactly this code.
 """
 
 from __future__ import annotations
@@ -109,10 +110,7 @@ def _score_shard(plan: Plan, samples: Sequence[Sample], corpus: dict[str, dict[A
                 if metric.name not in stats:
                     stats[metric.name] = np.full((n, out.stats.shape[1]), np.nan)
                 stats[metric.name][idx] = out.stats
-            # a metric whose corpus value is not a function of its statistics rows (the diversity
-            # measures: n-gram types) hands its own mergeable state
-            states[system][metric.name] = out.extra["state"] if "state" in out.extra else \
-                metric.partial_state(out.stats)
+            states[system][metric.name] = metric.shard_state(batch, out)   # of its declared kind
             missing = np.flatnonzero(np.isnan(out.sentence))
             if len(missing):
                 unscored.setdefault(metric.name, {})[system] = unscored_reasons(metric, batch, missing)

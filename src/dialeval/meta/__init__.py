@@ -6,6 +6,11 @@
 - `agreement`: split-half, leave-one-rater-out, Cohen / Fleiss kappa, Krippendorff's alpha,
   dropping low-agreement raters;
 - `normalize`: a metric put on the human scale (ADEM's |metric|);
+- `systems`: comparing systems (`compare`, the report's tables), from `measures` (a system's
+  value from score rows, by each metric's declaration), `pairing` (which rows are one item),
+  `resampling` (bootstrap, approximate randomization, significance marks) and `human` (a row's
+  and a system's human score);
+- `system_level`: correlation of the systems' values with their human means;
 - `evaluate`: tables from `dialeval score` output, for the CLI.
 """
 

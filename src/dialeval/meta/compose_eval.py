@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..metrics.compose.model import ComposeModel, DevSet, spearman
+from ..stats import spearman_finite
 from .correlation import bootstrap
 
 
@@ -40,11 +40,14 @@ class HeldOut:
                 "n": self.n, "fallback": self.fallback}
 
 
-def leave_one_set_out(devsets: Sequence[DevSet], methods: dict[str, Callable[[], ComposeModel]],
+def leave_one_set_out(devsets: Sequence[Any], methods: dict[str, Callable[[], Any]],
                       metrics: Sequence[str]) -> list[HeldOut]:
     """For every set, fit each method's model on the others and score that set's qualities.
 
-    `methods` maps a label to a factory of unfitted models (e.g. `lambda: ComposeModel(p=2)`)."""
+    `devsets`: `metrics.compose.model.DevSet`s; `methods` maps a label to a factory of unfitted
+    models (e.g. `lambda: ComposeModel(p=2)`). They come from the caller, so that meta/ imports
+    no metric family: anything with `fit(devsets, metrics)`, `predict(scores, quality)` and
+    `fallback_used(quality)` is judged the same way."""
     out: list[HeldOut] = []
     for k, held in enumerate(devsets):
         rest = [d for j, d in enumerate(devsets) if j != k]
@@ -54,7 +57,7 @@ def leave_one_set_out(devsets: Sequence[DevSet], methods: dict[str, Callable[[],
                 pred = model.predict(held.scores, q)
                 human = held.human[q]
                 ok = np.isfinite(pred) & np.isfinite(human)
-                out.append(HeldOut(held.name, q, label, spearman(pred, human), int(ok.sum()),
+                out.append(HeldOut(held.name, q, label, spearman_finite(pred, human), int(ok.sum()),
                                    model.fallback_used(q), pred, human))
     return out
 

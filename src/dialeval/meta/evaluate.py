@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import DialevalError, InputError
 from .correlation import METHODS, FewPointsWarning, correlate, level_points
+from .human import human_value
 from .significance import compare
 
 DIALOGUE_ID = "dialogue_id"
@@ -77,22 +78,12 @@ def load_rated(name_or_file: str, path: str | os.PathLike | None = None, *,
     return Dataset(info, samples)
 
 
-def _human(ratings: dict, quality: str) -> float:
-    values = ratings.get(quality)
-    if values is None:
-        return math.nan
-    if not isinstance(values, list):
-        values = [values]
-    vals = [float(v) for v in values if v is not None and isinstance(v, (int, float)) and v == v]
-    return sum(vals) / len(vals) if vals else math.nan
-
-
 def columns(rows: Sequence[dict], quality: str, metrics: Sequence[str] | None = None):
     """(metric -> values, human mean, dialogue ids, systems) from score rows."""
     if metrics is None:
         metrics = list(rows[0]["scores"])
     values = {m: np.array([_float(r["scores"].get(m)) for r in rows]) for m in metrics}
-    human = np.array([_human(r.get("ratings") or {}, quality) for r in rows])
+    human = np.array([human_value(r, quality) for r in rows])
     if not np.isfinite(human).any():
         known = sorted({q for r in rows for q in (r.get("ratings") or {})})
         raise DialevalError(f"no sample has human ratings for {quality!r}"
@@ -229,7 +220,7 @@ class Evaluation:
 
     def rows(self, with_stats: bool = True) -> list[dict]:
         """Score rows (with statistics rows for corpus BLEU/METEOR) for `compare` and reports."""
-        from .systems import score_rows
+        from .measures import score_rows
 
         return score_rows(self.result, with_stats=with_stats)
 
@@ -280,7 +271,7 @@ def evaluate_scored(dataset, result, *, qualities: Sequence[str] | None = None,
     levels = list(levels or [dataset.info.level])
     measures = None
     if "system" in levels:
-        from .systems import measures_from_rows, score_rows
+        from .measures import measures_from_rows, score_rows
 
         measures = measures_from_rows(score_rows(result), list(result.metrics), result.signatures)
     for q in qualities:

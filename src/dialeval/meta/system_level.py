@@ -24,7 +24,8 @@ from ..errors import DialevalError
 from .correlation import (MIN_POINTS, _CHUNK_ELEMENTS, Correlation, FewPointsWarning,
                           bootstrap_indices, correlation, percentile_ci, rowwise)
 from .significance import Comparison, williams_on_points
-from .systems import Measure
+from .human import rated_systems, system_human_means
+from .measures import Measure
 
 MIN_SYSTEMS = 5
 """Below this many systems a system-level correlation is *descriptive only*: its r is printed,
@@ -64,16 +65,7 @@ def _groups(systems: Sequence, human: np.ndarray) -> tuple[list, list[np.ndarray
     is over every item, as the score table's)."""
     if systems is None or any(s is None for s in systems):
         raise DialevalError("system-level correlation needs 'system' on every sample")
-    rows: dict = {}
-    for i, s in enumerate(systems):
-        rows.setdefault(s, []).append(i)
-    names, idx = [], []
-    for s, members in rows.items():
-        members = np.asarray(members, dtype=np.int64)
-        if np.isfinite(human[members]).any():
-            names.append(s)
-            idx.append(members)
-    return names, idx
+    return rated_systems(human, systems)
 
 
 def system_points(measures: Sequence[Measure], human: Sequence[float], systems: Sequence
@@ -82,7 +74,7 @@ def system_points(measures: Sequence[Measure], human: Sequence[float], systems: 
     h = np.asarray(human, dtype=float)
     names, idx = _groups(systems, h)
     x = np.array([[m.score(i) for i in idx] for m in measures], dtype=float).reshape(len(measures), len(idx))
-    y = np.array([np.nanmean(h[i]) for i in idx], dtype=float)
+    y = np.array(list(system_human_means(h, systems).values()), dtype=float)
     return names, x, y
 
 

@@ -14,13 +14,21 @@ Reference handling is one mechanism for all reference-based metrics (`refs_mode`
   those single-reference scores is its sentence score (the AM-FM and nlg-eval papers' rule);
   the corpus score is then the mean of sentence scores.
 
-How state reduces is declared per metric, with defaults that keep every subclass working:
+What a shard contributes to a corpus value is a **declared state** (`Metric.state_kind`, the
+name of a registered `StateKind`, which says how two states merge and how one is written to a
+checkpoint; the set is open, `register_state_kind`). The kinds every installed metric uses:
 
-- `state_reduction = "sum"` (the default when `reduce` is not overridden): the corpus value is a
-  function of the column sums of the statistics rows, so a shard keeps one (count, sums) pair
-  (`partial_state`), pairs add (`MetricState.merge`) and `corpus_from_state` finishes;
-- `state_reduction = "concat"` (the default when a subclass overrides `reduce`): the rows are
-  kept and `reduce` sees all of them, as before;
+- `"sum"` (the base class's declaration): the corpus value is a function of the column sums of
+  the statistics rows, so a shard keeps one (count, sums) pair (`partial_state`), pairs add
+  (`MetricState.merge`) and `corpus_from_state` finishes;
+- `"concat"`: the rows are kept and `reduce` sees all of them (a median needs them); a plug-in
+  that overrides `reduce` without declaring a kind gets this one, as it always has;
+- `"counts"`: a table of hashable keys with integer counts, merged exactly (types unite, counts
+  add): distinct-n and entropy-n keep their n-gram table in it (`Metric.shard_state`).
+
+The engine merges by the declaration alone, so a metric whose state is none of these registers
+its kind and gives `shard_state` and `corpus_from_state`; nothing else changes. Besides:
+
 - a **corpus-wide first pass** (`corpus_pass_key` not None, as CIDEr's document frequencies
   need): the engine first runs `corpus_pass_state` over every shard of an evaluated set, merges
   with `merge_corpus_pass`, and hands the merged state to the scoring pass in `Batch.corpus`,
@@ -182,8 +190,9 @@ class Metric:
     native_tokenizer: ClassVar[str] = "whitespace"
     corpus_from_summed_stats: ClassVar[bool] = False
     higher_is_better: ClassVar[bool] = True
-    # "sum", "concat" or None (= "sum" unless the subclass overrides `reduce`); see module doc
-    state_reduction: ClassVar[str | None] = None
+    # the declared mergeable state: a key of `STATE_KINDS` (see the module doc); None is "sum",
+    # or "concat" for a subclass that overrides `reduce` (plug-ins written before declarations)
+    state_kind: ClassVar[str | None] = None
     # `name@hash` of the shipped default model it was built with (set by the registry), or None
     default_model: str | None = None
     # a sample without context has no score (NaN), as one without references for needs_references
@@ -315,7 +324,7 @@ class Metric:
     # -- how a system's value is made from its score rows ---------------------------------------
     # `compare`, `report` and `correlate --level system` read this declaration from the class,
     # without building the metric (building may load a model), and rebuild each system's value
-    # as `score` prints it (`meta.systems.measures_from_rows`):
+    # as `score` prints it (`meta.measures.measures_from_rows`):
     # - "mean": the mean of the rows' sentence scores (most metrics);
     # - "summed-stats": `corpus_from_stats` of the summed statistics rows that
     #   `score --with-stats` writes (corpus BLEU, METEOR with refs_mode multi); the metric is built
@@ -342,9 +351,9 @@ class Metric:
 
     # -- mergeable state ----------------------------------------------------------------------
     def reduction(self) -> str:
-        """How this metric's statistics reduce: "sum" or "concat" (see the module doc)."""
-        if self.state_reduction is not None:
-            return self.state_reduction
+        """The kind of this metric's state (`state_kind`, or its default; see the module doc)."""
+        if self.state_kind is not None:
+            return self.state_kind
         return "concat" if type(self).reduce is not Metric.reduce else "sum"
 
     def _summed_rows(self) -> bool:
@@ -352,30 +361,35 @@ class Metric:
         `system_value`, asked with the reference mode it was built with."""
         return self.system_value(self.refs_mode) == "summed-stats"
 
+    def shard_state(self, batch: Batch, out: MetricOutput) -> "MetricState":
+        """The state of the declared kind that one shard (`batch`, scored as `out`) contributes.
+        The row kinds come from the statistics rows; a metric of another kind overrides this."""
+        return self.partial_state(out.stats)
+
     def partial_state(self, stats: np.ndarray) -> "MetricState":
-        """The reducible state of some statistics rows (one shard of an evaluated set)."""
+        """The "sum" or "concat" state of some statistics rows (one shard of an evaluated set)."""
         stats = np.asarray(stats, dtype=np.float64)
-        if self.reduction() == "concat":
-            return MetricState("concat", len(stats), rows=stats)
+        kind = self.reduction()
+        if kind == "concat":
+            return MetricState("concat", len(stats), stats)
+        if kind != "sum":
+            raise NotImplementedError(f"{self.name}: a {kind!r} state is not made from statistics "
+                                      "rows; the metric gives `shard_state`")
         if self._summed_rows():   # rows with NaN (no references) take no part; n counts the others
             valid = stats[~np.isnan(stats).any(axis=1)] if stats.ndim == 2 else stats
-            return MetricState("sum", len(valid), total=valid.sum(axis=0))
-        return MetricState("sum", len(stats), total=np.nansum(stats, axis=0))
-
-    def corpus_from_counts(self, counts: dict) -> float:
-        """Corpus value of a "counts" state (metrics whose `compute` puts one in
-        `MetricOutput.extra["state"]`, the diversity measures)."""
-        raise NotImplementedError
+            return MetricState("sum", len(valid), valid.sum(axis=0))
+        return MetricState("sum", len(stats), np.nansum(stats, axis=0))
 
     def corpus_from_state(self, state: "MetricState") -> float:
-        """Corpus value of a (merged) state; equals `reduce` of all its rows."""
+        """Corpus value of a (merged) state; for the row kinds, `reduce` of all its rows. A metric
+        of another kind overrides this."""
         if state.kind == "concat":
-            return self.reduce(state.rows)
-        if state.kind == "counts":
-            return self.corpus_from_counts(state.counts)
+            return self.reduce(state.value)
+        if state.kind != "sum":
+            raise NotImplementedError(f"{self.name}: no corpus value for a {state.kind!r} state")
         if state.n == 0:
             return math.nan
-        total = state.total
+        total = state.value
         if self._summed_rows():
             return self.corpus_from_stats(total)
         return float(total[0] / total[1]) if total[1] else math.nan
@@ -424,32 +438,130 @@ def apply_blank_rule(metric: "Metric", batch: Batch, out: MetricOutput) -> Metri
     sentence = np.array(out.sentence, dtype=np.float64)
     sentence[rows] = floor
     stats = mean_stats(sentence)
-    corpus = out.corpus if "state" in out.extra else metric.reduce(stats)
+    corpus = metric.reduce(stats) if metric.reduction() in ROW_KINDS else out.corpus
     return MetricOutput(out.name, sentence, stats, corpus, out.signature, out.extra)
 
 
 def scored_rows(state: "MetricState", metric: "Metric") -> int:
     """How many rows of a (merged) state have a score."""
-    if state.kind == "sum" and not metric._summed_rows() and state.total is not None and len(state.total) == 2:
-        return int(round(state.total[1]))
-    if state.kind == "concat" and state.rows is not None and len(state.rows):
-        rows = state.rows if state.rows.ndim == 2 else state.rows[:, None]
+    value = state.value
+    if state.kind == "sum" and not metric._summed_rows() and value is not None and len(value) == 2:
+        return int(round(value[1]))
+    if state.kind == "concat" and value is not None and len(value):
+        rows = value if value.ndim == 2 else value[:, None]
         return int((~np.isnan(rows).any(axis=1)).sum())
     return state.n
 
 
+class StateKind:
+    """How one kind of state merges and is written.
+
+    `merge(a, b)` is b's shard appended to a's; the engine folds shards in input order whatever
+    the backend, so a kind need not be commutative, and float sums come out the same bits on
+    every run. `dump` / `load` are the checkpoint's form of a value (JSON-safe and exact: floats
+    round-trip through repr), so that `--resume` gives the uninterrupted run's numbers."""
+
+    name: ClassVar[str] = ""
+
+    def merge(self, a: Any, b: Any) -> Any:
+        raise NotImplementedError
+
+    def dump(self, value: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def load(self, data: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+
+STATE_KINDS: dict[str, StateKind] = {}
+
+
+def register_state_kind(kind: "type[StateKind] | StateKind") -> Any:
+    """Make a state kind known by its `name` (usable as a class decorator): a metric declares it
+    with `state_kind`, and checkpoints name it. A name is registered once."""
+    instance = kind() if isinstance(kind, type) else kind
+    if not instance.name:
+        raise DialevalError("a state kind needs a name")
+    have = STATE_KINDS.get(instance.name)
+    if have is not None and type(have) is not type(instance):
+        raise DialevalError(f"state kind {instance.name!r} is registered already ({type(have).__name__})")
+    STATE_KINDS[instance.name] = instance
+    return kind
+
+
+def state_kind(name: str) -> StateKind:
+    try:
+        return STATE_KINDS[name]
+    except KeyError:
+        raise DialevalError(f"unknown state kind {name!r} (known: {', '.join(STATE_KINDS)}); "
+                            "the metric that declares it registers it") from None
+
+
+@register_state_kind
+class SumState(StateKind):
+    """Column sums of statistics rows (a float array)."""
+
+    name = "sum"
+
+    def merge(self, a, b):
+        return a + b
+
+    def dump(self, value):
+        return {"total": [float(v) for v in value]}
+
+    def load(self, data):
+        return np.asarray(data["total"], dtype=np.float64)
+
+
+@register_state_kind
+class ConcatState(StateKind):
+    """The statistics rows themselves, for a corpus value that no sum gives (a median)."""
+
+    name = "concat"
+
+    def merge(self, a, b):
+        return np.concatenate([a, b])
+
+    def dump(self, value):
+        return {"rows": np.asarray(value, dtype=np.float64).tolist(),
+                "width": int(value.shape[1]) if value.ndim == 2 else 0}
+
+    def load(self, data):
+        return np.asarray(data["rows"], dtype=np.float64).reshape(-1, int(data.get("width", 0)))
+
+
+@register_state_kind
+class CountTable(StateKind):
+    """Key (a tuple of strings: an n-gram) -> integer count. Merging is exact: a float sum could
+    not tell a type seen in two shards from two types."""
+
+    name = "counts"
+
+    def merge(self, a, b):
+        merged = dict(a)
+        for key, c in b.items():
+            merged[key] = merged.get(key, 0) + c
+        return merged
+
+    def dump(self, value):
+        return {"counts": [[list(k), int(c)] for k, c in value.items()]}
+
+    def load(self, data):
+        return {tuple(k): int(c) for k, c in data["counts"]}
+
+
+ROW_KINDS = ("sum", "concat")   # the kinds made from statistics rows (`Metric.partial_state`)
+
+
 @dataclass
 class MetricState:
-    """What a shard contributes to a corpus value: a row count and either the column sums
-    ("sum"; for corpus-from-summed-statistics metrics only rows without NaN count) or the rows
-    themselves ("concat"). `merge` adds shards in the order given; the
-    engine always merges in input order, so a run's numbers do not depend on scheduling."""
+    """What a shard contributes to a corpus value: its row count `n` and a `value` of a declared
+    kind (`STATE_KINDS`). `merge` appends shards in the order given; the engine always merges in
+    input order, so a run's numbers do not depend on scheduling."""
 
     kind: str
     n: int
-    total: np.ndarray | None = None
-    rows: np.ndarray | None = None
-    counts: dict | None = None   # "counts": n-gram (tuple of tokens) -> occurrences (diversity)
+    value: Any = None
 
     def merge(self, other: "MetricState") -> "MetricState":
         if self.kind != other.kind:
@@ -458,35 +570,15 @@ class MetricState:
             return self
         if self.n == 0:
             return other
-        if self.kind == "counts":   # exact: a union of n-gram types with their summed counts
-            merged = dict(self.counts)
-            for key, c in other.counts.items():
-                merged[key] = merged.get(key, 0) + c
-            return MetricState("counts", self.n + other.n, counts=merged)
-        if self.kind == "sum":
-            return MetricState("sum", self.n + other.n, total=self.total + other.total)
-        return MetricState("concat", self.n + other.n, rows=np.concatenate([self.rows, other.rows]))
+        return MetricState(self.kind, self.n + other.n, state_kind(self.kind).merge(self.value, other.value))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe form (floats round-trip exactly through repr), for resumable checkpoints."""
-        out: dict[str, Any] = {"kind": self.kind, "n": self.n}
-        if self.kind == "counts":
-            out["counts"] = [[list(k), int(c)] for k, c in self.counts.items()]
-        elif self.kind == "sum":
-            out["total"] = [float(v) for v in self.total]
-        else:
-            out["rows"] = np.asarray(self.rows, dtype=np.float64).tolist()
-            out["width"] = int(self.rows.shape[1]) if self.rows.ndim == 2 else 0
-        return out
+        """JSON-safe form, for resumable checkpoints."""
+        return {"kind": self.kind, "n": self.n, **state_kind(self.kind).dump(self.value)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "MetricState":
-        if data["kind"] == "counts":
-            return cls("counts", int(data["n"]), counts={tuple(k): int(c) for k, c in data["counts"]})
-        if data["kind"] == "sum":
-            return cls("sum", int(data["n"]), total=np.asarray(data["total"], dtype=np.float64))
-        rows = np.asarray(data["rows"], dtype=np.float64).reshape(-1, int(data.get("width", 0)))
-        return cls("concat", int(data["n"]), rows=rows)
+        return cls(data["kind"], int(data["n"]), state_kind(data["kind"]).load(data))
 
 
 def mean_stats(sentence: np.ndarray) -> np.ndarray:

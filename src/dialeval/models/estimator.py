@@ -15,6 +15,13 @@ and arrays) and `_set_state()`; files written by a library (safetensors, a token
 through `_write_files(staging_dir)`, which writes them straight into the folder the store is
 assembling (so nothing is staged in the temporary directory), and are read back in
 `_set_state()` from the loaded folder.
+
+The command that trains an estimator (`dialeval train NAME`, or `dialeval fit NAME`) is
+declared as data, a `TrainCommand`: its name and help, the arguments that are not
+hyper-parameters (the corpus, the folder to write) and where the hyper-parameter flags go
+(`Options`), which the command line generates from the constructor as it generates the
+scoring flags from the metrics'. A plug-in package sets `train_command` on its estimator and
+names the class under the `dialeval.train` entry-point group (docs/plugins.md).
 """
 
 from __future__ import annotations
@@ -26,13 +33,16 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from ..errors import DialevalError
+from .commands import Argument, Options, TrainCommand, resolve  # noqa: F401 - the declarations' public home
 from .store import load_artifact, save_artifact
 
 
 class Estimator:
-    """Base class; subclasses set `kind` (the artifact kind written to the manifest)."""
+    """Base class; subclasses set `kind` (the artifact kind written to the manifest) and, to be
+    trained from the command line, `train_command`."""
 
     kind: ClassVar[str] = ""
+    train_command: ClassVar[TrainCommand | None] = None
 
     # -- parameters --------------------------------------------------------------------------
     @classmethod

@@ -3,7 +3,9 @@
 Deterministic bytes: the SVG's random element ids come from a fixed hash salt, the date
 metadata is dropped, text stays text (`svg.fonttype: none`) and every random jitter is seeded.
 Human scores are means of a few integer ratings, so turn-level points pile up; they are
-jittered vertically by up to a tenth of the rating scale step for the drawing only.
+jittered vertically by up to a tenth of the rating scale step for the drawing only. The points,
+fit lines and matrices are drawn by `plots.py`'s functions, as the command line's PNG figures are;
+what is here is the SVG output and the report's own choices (sizes, error bars, labels).
 """
 
 from __future__ import annotations
@@ -14,19 +16,10 @@ from typing import Sequence
 
 import numpy as np
 
+from .plots import _pyplot, draw_fit_line, draw_matrix, draw_points_by_system, stat_line
+
 SVG_RC = {"svg.hashsalt": "dialeval", "svg.fonttype": "none", "font.size": 8,
           "axes.titlesize": 9, "figure.dpi": 72}
-
-
-def _pyplot():
-    from ..optional import require
-
-    matplotlib = require("matplotlib", "drawing plots", "report")
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def system_colours(systems: Sequence[str]) -> dict[str, str]:
@@ -54,19 +47,6 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]          # drop the XML prolog and DOCTYPE for inlining
 
 
-def _fit_line(ax, x: np.ndarray, y: np.ndarray) -> None:
-    if len(x) >= 2 and np.ptp(x) > 0:
-        slope, intercept = np.polyfit(x, y, 1)
-        xs = np.array([x.min(), x.max()])
-        ax.plot(xs, intercept + slope * xs, color="#222222", linewidth=1.2, linestyle="--",
-                label="least-squares fit")
-
-
-def _stat_line(r: float, n: int, method: str = "Pearson") -> str:
-    """`Pearson r = 0.286, n = 300`: the second title line (never over the points)."""
-    return f"{method} r = {r:.3f}, n = {n}" if math.isfinite(r) else f"r undefined, n = {n}"
-
-
 def turn_scatter(x: Sequence[float], y: Sequence[float], systems: Sequence[str], *, metric: str,
                  quality: str, colours: dict[str, str], r: float, seed: int = 0,
                  jitter: float = 0.1) -> str:
@@ -79,15 +59,11 @@ def turn_scatter(x: Sequence[float], y: Sequence[float], systems: Sequence[str],
         rng = np.random.default_rng(seed)
         shown = y + rng.uniform(-jitter, jitter, len(y))
         fig, ax = plt.subplots(figsize=(4.2, 3.4))
-        sys_arr = np.array([str(s) for s in systems], dtype=object)
-        for s in colours:
-            m = ok & (sys_arr == s)
-            if m.any():
-                ax.scatter(x[m], shown[m], s=9, alpha=0.6, color=colours[s], label=s, linewidths=0)
-        _fit_line(ax, x[ok], y[ok])
+        draw_points_by_system(ax, x, shown, ok, systems, colours, size=9, alpha=0.6)
+        draw_fit_line(ax, x[ok], y[ok], label="least-squares fit")
         ax.set_xlabel(metric)
         ax.set_ylabel(f"{quality} (mean rating, jittered)")
-        ax.set_title(f"turn level: {metric} vs {quality}\n{_stat_line(r, int(ok.sum()))}")
+        ax.set_title(f"turn level: {metric} vs {quality}\n{stat_line(r, int(ok.sum()))}")
         if len(colours) <= 12:
             ax.legend(fontsize=6, loc="lower right", frameon=True, markerscale=1.2)
         return _svg(fig)
@@ -115,10 +91,10 @@ def system_scatter(x: Sequence[float], y: Sequence[float], systems: Sequence[str
             ax.errorbar(x[i], y[i], xerr=xerr, yerr=yerr, fmt="o", color=colours[s], markersize=4,
                         elinewidth=0.8, capsize=1.5)
             ax.annotate(s, (x[i], y[i]), fontsize=6, xytext=(3, 3), textcoords="offset points")
-        _fit_line(ax, x[ok], y[ok])
+        draw_fit_line(ax, x[ok], y[ok], label="least-squares fit")
         ax.set_xlabel(f"{metric} (corpus score per system, 95% CI)")
         ax.set_ylabel(f"{quality} (system mean)")
-        ax.set_title(f"system level: {metric} vs {quality}\n{_stat_line(r, int(ok.sum()))}")
+        ax.set_title(f"system level: {metric} vs {quality}\n{stat_line(r, int(ok.sum()))}")
         return _svg(fig)
 
 
@@ -129,8 +105,6 @@ def heatmap(matrix: np.ndarray, labels: Sequence[str], *, title: str = "") -> st
         matrix = np.asarray(matrix, dtype=float)
         size = max(3.2, 0.55 * len(labels) + 1.6)
         fig, ax = plt.subplots(figsize=(size, size * 0.85))
-        from .plots import draw_matrix
-
         draw_matrix(fig, ax, matrix, labels, labels, fontsize=7, title=title)
         return _svg(fig)
 

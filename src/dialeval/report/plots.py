@@ -1,6 +1,8 @@
 """Figures of the meta-evaluation for the command line: metric-vs-human scatter plots (turn
 level, and system level showing one point per system) with r, n and a least-squares line, and
 a metric-by-metric correlation heatmap, written as PNG with matplotlib's Agg backend (no display needed).
+What a PNG here and an SVG of the HTML report (`figures.py`) both show is drawn by one function
+(`draw_points_by_system`, `draw_fit_line`, `stat_line`, `draw_matrix`), so the two cannot drift.
 
 Human scores are averages of a few integer ratings, so many points coincide; the scatter
 plots jitter them vertically (seeded, +-0.1 of the rating step by default), as the papers'
@@ -37,17 +39,39 @@ def _save(fig, path: str) -> None:
         fig.savefig(handle, format="png", dpi=120, bbox_inches="tight")
 
 
-def _fit_and_label(ax, x: np.ndarray, y: np.ndarray) -> str:
-    """Least-squares line on the (unjittered) points; returns `Pearson r = ..., n = ...` for
-    the title's second line (a title never hides points)."""
-    from ..meta.correlation import correlation
-
+# -- the drawing both kinds of figure share (PNG here, SVG in figures.py) ----------------------
+def draw_fit_line(ax, x: np.ndarray, y: np.ndarray, label: str | None = None) -> None:
+    """The least-squares line through the (unjittered) points, when x varies."""
     if len(x) >= 2 and np.ptp(x) > 0:
         slope, intercept = np.polyfit(x, y, 1)
         xs = np.array([x.min(), x.max()])
-        ax.plot(xs, intercept + slope * xs, color="#222222", linewidth=1.2, linestyle="--")
+        ax.plot(xs, intercept + slope * xs, color="#222222", linewidth=1.2, linestyle="--",
+                **({"label": label} if label else {}))
+
+
+def stat_line(r: float, n: int, method: str = "Pearson") -> str:
+    """`Pearson r = 0.286, n = 300`: a title's second line (a title never hides points)."""
+    return f"{method} r = {r:.3f}, n = {n}" if np.isfinite(r) else f"r undefined, n = {n}"
+
+
+def draw_points_by_system(ax, x: np.ndarray, y: np.ndarray, ok: np.ndarray, systems: Sequence | None,
+                          colours: dict, *, size: float, alpha: float) -> None:
+    """The points where `ok`, one colour (and legend label) per system in the order of
+    `colours`; with no `systems`, every point in `colours`' one colour."""
+    names = None if systems is None else np.array([str(s) for s in systems], dtype=object)
+    for group, colour in colours.items():
+        m = ok if names is None else ok & (names == group)
+        if m.any():
+            ax.scatter(x[m], y[m], s=size, alpha=alpha, color=colour, label=group, linewidths=0)
+
+
+def _fit_and_label(ax, x: np.ndarray, y: np.ndarray) -> str:
+    """The fit line; returns the title's `Pearson r = ..., n = ...` line."""
+    from ..meta.correlation import correlation
+
+    draw_fit_line(ax, x, y)
     r = correlation(x, y, "pearson")[0] if len(x) >= 2 else float("nan")
-    return f"Pearson r = {r:.3f}, n = {len(x)}" if np.isfinite(r) else f"r undefined, n = {len(x)}"
+    return stat_line(r, len(x))
 
 
 def scatter_plots(values: dict[str, np.ndarray], human: np.ndarray, out_dir: str, *,
@@ -63,17 +87,14 @@ def scatter_plots(values: dict[str, np.ndarray], human: np.ndarray, out_dir: str
     names = [str(s) for s in systems] if systems is not None else None
     groups = list(dict.fromkeys(names)) if names is not None else [None]
     cmap = plt.get_cmap("tab10" if len(groups) <= 10 else "tab20")
+    colours = {g: cmap(k % cmap.N) for k, g in enumerate(groups)}
     paths = []
     for metric, x in values.items():
         x = np.asarray(x, dtype=float)
         ok = np.isfinite(x) & np.isfinite(y)
         shown = y + rng.uniform(-jitter, jitter, len(y))
         fig, ax = plt.subplots(figsize=(4.5, 4))
-        for k, g in enumerate(groups):
-            m = ok if g is None else ok & (np.array(names, dtype=object) == g)
-            if m.any():
-                ax.scatter(x[m], shown[m], s=8, alpha=0.5, color=cmap(k % cmap.N),
-                           label=g, linewidths=0)
+        draw_points_by_system(ax, x, shown, ok, names, colours, size=8, alpha=0.5)
         stat = _fit_and_label(ax, x[ok], y[ok])
         if names is not None and 1 < len(groups) <= 12:
             ax.legend(fontsize=6, loc="lower right")

@@ -6,8 +6,9 @@ occurrences in everything the system said, and entropy-n (Zhang et al. 2018; the
 paper's eq. 5 on one group) is the Shannon entropy in bits of that n-gram distribution. Both
 are functions of one table: each n-gram type with its count. That table merges exactly across
 shards (types unite, counts add), whichever way the input is cut, so a sharded, resumed or Dask
-run gives the unsharded value: the state of a shard is the table itself (a "counts"
-`MetricState`), not a float sum, which could not tell a type seen in two shards from two types.
+run gives the unsharded value: the metrics declare the table as their state (`state_kind =
+"counts"`, merged by the engine like any declared state), not a float sum, which could not tell
+a type seen in two shards from two types.
 Entropy is summed with `math.fsum` over the counts, so its value does not depend on the order
 in which types were met either.
 
@@ -49,6 +50,7 @@ class _Diversity(Metric):
     needs_references = False
     native_tokenizer = "whitespace"
     score_range = (0.0, None)   # a response with no n-gram has no diversity
+    state_kind = "counts"       # the n-gram table: exact across shards, which no float sum is
 
     def __init__(self, order: int = 2, refs_mode: str = "multi", tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=tokenizer)
@@ -65,15 +67,26 @@ class _Diversity(Metric):
         per_response = response_ngrams(batch, self.tokenizer, self.order)
         sentence = np.fromiter((self.sentence_value(g) for g in per_response), dtype=np.float64,
                                count=len(per_response))
-        table: Counter = Counter()
-        for grams in per_response:
-            table.update(grams)
-        state = MetricState("counts", len(batch), counts=dict(table))
-        return MetricOutput(self.name, sentence, mean_stats(sentence), self.corpus_from_counts(state.counts),
-                            self.signature(), extra={"state": state})
+        return MetricOutput(self.name, sentence, mean_stats(sentence),
+                            self.corpus_from_counts(self._table(batch)), self.signature())
 
-    def partial_state(self, stats: np.ndarray) -> MetricState:
-        raise NotImplementedError("diversity states come from compute() (MetricOutput.extra['state'])")
+    def _table(self, batch: Batch) -> dict:
+        """The batch's n-gram table, counted once for the corpus value and the shard's state."""
+        def build():
+            table: Counter = Counter()
+            for grams in response_ngrams(batch, self.tokenizer, self.order):
+                table.update(grams)
+            return dict(table)
+        return batch.memo(("diversity-table", self.tokenizer, self.order), build)
+
+    def shard_state(self, batch: Batch, out: MetricOutput) -> MetricState:
+        return MetricState("counts", len(batch), self._table(batch))
+
+    def corpus_from_state(self, state: MetricState) -> float:
+        return self.corpus_from_counts(state.value)
+
+    def corpus_from_counts(self, counts: dict) -> float:
+        raise NotImplementedError
 
     @classmethod
     def system_value(cls, refs_mode: str = "multi") -> str:

@@ -10,7 +10,8 @@ own per-token likelihood (the number `lm_fluency_raw` reports), computed once an
 
 - `deep_am`: cosine of the response's and each reference's embedding, reduced over references
   by `am_refs` (max, the AM-FM paper's rule; mean; or the cosine with the references' centroid).
-  Under `max` it equals `sent_cosine` on the same encoder.
+  Under `max` it *is* `sent_cosine` on the same encoder: that metric, built through the registry
+  (a family imports no other family), computes it, so the two cannot drift apart.
 - `deep_fm`: for each reference, exp(-|f(h) - f(r)|) where f is the mean natural-log
   probability per token (eq. 3 of the holistic paper): the smaller of the two per-token
   geometric-mean probabilities over the larger, in (0, 1]; reduced over references by `fm_refs`.
@@ -82,6 +83,16 @@ class _SentenceHalf:
                 raise DialevalError(f"{self.model_dir}: no such sentence-transformers model folder")
         self.batch_size = int(batch_size)
         self.am_refs = am_refs
+        self._best: Metric | None = None
+
+    def best_cosine(self) -> Metric:
+        """`sent_cosine` over this encoder: the max rule's one implementation."""
+        if self._best is None:
+            from ..registry import build_metric
+
+            self._best = build_metric("sent_cosine", sentence_model=self.model_dir,
+                                      sentence_batch_size=self.batch_size)
+        return self._best
 
     def tag(self) -> str:
         from ...backbones.fingerprint import model_fingerprint
@@ -99,6 +110,8 @@ class _SentenceHalf:
 
     def scores(self, batch: Batch) -> np.ndarray:
         def compute() -> np.ndarray:
+            if self.am_refs == "max":
+                return self.best_cosine().multi_stats(batch)[:, 0]
             n = len(batch)
             flat = [r for rs in batch.refs for r in rs]
             owner = np.repeat(np.arange(n), [len(rs) for rs in batch.refs])

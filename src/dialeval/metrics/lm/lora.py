@@ -28,13 +28,14 @@ import shutil
 import tempfile
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
-from typing import Callable
+from dataclasses import asdict, dataclass
+from typing import Callable, Literal
 
 import numpy as np
 
 from ...errors import DialevalError
 from ...models import store
+from ...models.estimator import Estimator
 
 KIND = "lm-lora"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -46,6 +47,8 @@ PACKAGED_BASES = {"smollm2-135m": "smollm2", "smollm2-135m-instruct": "smollm2",
 
 @dataclass
 class LoraTrainConfig:
+    """`LoraTrainer`'s settings as one value (what `train_lora` takes)."""
+
     rank: int = 8
     alpha: float = 16.0
     targets: tuple[str, ...] = DEFAULT_TARGETS
@@ -60,8 +63,9 @@ class LoraTrainConfig:
     layout: str = "plain"
     lowercase: bool = False
     seed: int = 0
+    threads: int | None = None
     device: str = "cpu"
-    extra: dict = field(default_factory=dict)
+    extra: dict | None = None
 
 
 def is_adapter(path: str) -> bool:
@@ -110,150 +114,239 @@ def _base_model(base: str, device: str):
     return copy.deepcopy(bb.model), bb.tokenizer
 
 
+class LoraTrainer(Estimator):
+    """A LoRA adapter fine-tuned on dialogue pairs over a pretrained causal LM, with the raw
+    scores of held-out pairs that normalise lm_coherence and lm_fluency.
+
+    The base is a `fit` argument, as `LMTrainer`'s `init` is: it is the starting point, not a
+    setting of the training. The saved folder is the adapter artifact `--lm-model` reads
+    (config.json is the training record, not the estimator layout, so that adapters trained
+    before this class load unchanged).
+
+    Options:
+      rank: adapter rank
+      alpha: adapter scale alpha
+      targets: comma-separated module names to adapt (default: attention and MLP projections)
+      lr: peak learning rate
+      steps: optimiser steps
+      max_minutes: stop after this many minutes of training
+      batch_size: sequences per optimiser step
+      max_length: tokens per training sequence
+      warmup_steps: linear warm-up steps
+      train_pairs: train on a seeded subset of this many pairs
+      reference_pairs: held-out pairs scored for the normalisation bounds
+      layout: sequence frame (plain: <sep> q <sep> r); chosen on validation likelihood
+      lowercase: lowercase every utterance (training and scoring)
+      seed: random seed
+      threads: CPU threads (default: torch's own count)
+      device: torch device
+      extra: entries added to the training record as they are
+    """
+
+    kind = KIND
+
+    def __init__(self, rank: int = 8, alpha: float = 16.0, targets: tuple[str, ...] | str = DEFAULT_TARGETS,
+                 lr: float = 2e-4, steps: int = 2000, max_minutes: float | None = None, batch_size: int = 16,
+                 max_length: int = 96, warmup_steps: int = 50, train_pairs: int | None = None,
+                 reference_pairs: int = 500, layout: Literal["plain", "chat"] = "plain", lowercase: bool = False,
+                 seed: int = 0, threads: int | None = None, device: str = "cpu", extra: dict | None = None):
+        self.rank = rank
+        self.alpha = alpha
+        self.targets = targets
+        self.lr = lr
+        self.steps = steps
+        self.max_minutes = max_minutes
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.warmup_steps = warmup_steps
+        self.train_pairs = train_pairs
+        self.reference_pairs = reference_pairs
+        self.layout = layout
+        self.lowercase = lowercase
+        self.seed = seed
+        self.threads = threads
+        self.device = device
+        self.extra = extra
+
+    def _targets(self) -> tuple[str, ...]:
+        """The command line gives the module names as one comma-separated text."""
+        if isinstance(self.targets, str):
+            return tuple(t.strip() for t in self.targets.split(",") if t.strip())
+        return tuple(self.targets)
+
+    def fit(self, corpus: str, base: str, *, base_name: str | None = None, reference_corpus: str | None = None,
+            log: Callable[[str], None] | None = None) -> "LoraTrainer":
+        """Fine-tune an adapter on `base` (a causal-LM folder, a GGUF file or a packaged
+        backbone name) with `corpus`'s query-response pairs; keeps `model_` (the peft model),
+        `reference_` (raw scores of the held-out pairs) and `info_` (the training record)."""
+        import torch
+        from peft import LoraConfig, get_peft_model
+
+        from ...data.corpus import pairs as corpus_pairs, read_corpus
+        from ...models.training import train_causal_lm
+        from .loaded import LoadedLM, offline
+        from .logprob import layout as frame_layout
+
+        offline()
+        targets = self._targets()
+        log = log or (lambda _m: None)
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        started = time.time()
+        cpu0 = time.process_time()
+        deadline = started + 60 * self.max_minutes if self.max_minutes else None
+        random.seed(self.seed)
+        np.random.seed(self.seed)
+        torch.manual_seed(self.seed)
+        base_path = resolve_base(base)
+        all_pairs = corpus_pairs(read_corpus(corpus))
+        rng = random.Random(self.seed)
+        order = list(range(len(all_pairs)))
+        rng.shuffle(order)
+        if reference_corpus:
+            ref_pairs = corpus_pairs(read_corpus(reference_corpus))
+            random.Random(self.seed).shuffle(ref_pairs)
+            ref_pairs = ref_pairs[: self.reference_pairs]
+            train_idx = order
+        else:
+            ref_pairs = [all_pairs[i] for i in order[: self.reference_pairs]]
+            train_idx = order[self.reference_pairs:]
+        if self.train_pairs:
+            train_idx = train_idx[: self.train_pairs]
+        train_pairs = [all_pairs[i] for i in train_idx]
+        if not ref_pairs or not train_pairs:
+            raise DialevalError(f"{corpus}: too few query-response pairs for training and reference scores")
+
+        model, tokenizer = _base_model(base_path, self.device)
+        sep = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.bos_token_id
+        max_len = int(getattr(model.config, "max_position_embeddings", None) or 1024)
+        lm = LoadedLM(path=base_path, model=model, tokenizer=tokenizer, sep_id=int(sep), max_len=self.max_length,
+                      device=self.device, layout=self.layout, lowercase=self.lowercase)
+        # training sequences: the scoring frame plus the end token, cut to max_length
+        sequences = []
+        for q, r in train_pairs:
+            ids, _ = frame_layout(lm, lm.encode(q), lm.encode(r))
+            ids = (ids + lm.frame.end)[: self.max_length]
+            sequences.append((ids, len(lm.frame.head)))
+        n_tokens = sum(len(s) for s, _ in sequences)
+        log(f"train lm --lora: {len(sequences)} pairs ({n_tokens} tokens), {len(ref_pairs)} reference pairs, "
+            f"base {base_path}, layout {self.layout}{' lowercased' if self.lowercase else ''}")
+
+        for p in model.parameters():
+            p.requires_grad_(False)
+        peft_config = LoraConfig(r=self.rank, lora_alpha=self.alpha, target_modules=list(targets),
+                                 lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
+        with _quiet_peft():
+            model = get_peft_model(model, peft_config)
+        model.train()
+        params = [p for p in model.parameters() if p.requires_grad]
+        n_params = sum(p.numel() for p in params)
+        warmup, steps = self.warmup_steps, self.steps
+
+        def lr_at(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / warmup
+            return max(0.05, 1 - (step - warmup) / max(1, steps - warmup))
+
+        # batches of similar length (little padding), their order fixed by the seed
+        by_len = sorted(range(len(sequences)), key=lambda i: (len(sequences[i][0]), i))
+        batches = [by_len[k:k + self.batch_size] for k in range(0, len(by_len), self.batch_size)]
+
+        def one_pass() -> list[list[int]]:
+            rng.shuffle(batches)
+            return batches
+
+        shown = time.time()
+
+        def after_step(state) -> None:
+            nonlocal shown
+            if time.time() - shown >= 30:
+                shown = time.time()
+                el = state.seconds
+                log(f"train lm --lora: step {state.steps}/{steps}, loss {np.mean(state.losses[-50:]):.4f}, "
+                    f"{state.tokens / el:.0f} tokens/s, {el / 60:.1f} min")
+
+        loop = train_causal_lm(model, params, sequences, pad_id=lm.sep_id, passes=one_pass, total_steps=steps,
+                               lr=self.lr, weight_decay=0.0, schedule=lr_at, device=self.device,
+                               out_of_time=None if deadline is None else lambda: time.time() >= deadline,
+                               after_step=after_step)
+        step, losses, tokens_seen = loop.steps, loop.losses, loop.tokens
+        stopped = "max_minutes" if loop.out_of_time else "steps"
+        train_seconds = loop.seconds
+        log(f"train lm --lora: stopped after {step} steps ({stopped}), {tokens_seen} tokens in {train_seconds:.0f} s")
+        model.eval()
+        info = {
+            "base": base_name or base, "base_fingerprint": base_identity(base_path), "layout": self.layout,
+            "lowercase": self.lowercase, "rank": self.rank, "alpha": self.alpha, "targets": list(targets),
+            "lr": self.lr, "steps_done": step, "steps": self.steps, "stopped_by": stopped,
+            "batch_size": self.batch_size, "max_length": self.max_length, "seed": self.seed, "device": self.device,
+            "train_pairs": len(sequences), "train_tokens_seen": tokens_seen, "trainable_parameters": n_params,
+            "final_loss": float(np.mean(losses[-50:])) if losses else math.nan,
+            "train_seconds": round(train_seconds, 1), "torch_threads": torch.get_num_threads(),
+            "corpus": os.path.basename(corpus), **(self.extra or {}),
+        }
+        # reference scores for the normalised metrics, with the adapter merged in
+        from .logprob import token_logprob_sums
+
+        lm.model = model
+        lm.max_len = max_len
+        q_ids = [lm.encode(q) for q, _ in ref_pairs]
+        r_ids = [lm.encode(r) for _, r in ref_pairs]
+        with torch.inference_mode():
+            # one sequence per pass: held-out pairs rarely share a length, and filling every
+            # batch to a fixed row count would multiply the work on CPU
+            cs, cc = token_logprob_sums(lm, q_ids, r_ids, 1)
+            fs, fc = token_logprob_sums(lm, [None] * len(r_ids), r_ids, 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reference = {"coherence_raw": (cs / np.maximum(cc, 1))[cc > 0],
+                         "fluency_raw": (fs / np.maximum(fc, 1))[fc > 0]}
+        info["reference_pairs"] = len(ref_pairs)
+        info["cpu_seconds"] = round(time.process_time() - cpu0, 1)
+        info["wall_seconds"] = round(time.time() - started, 1)
+        self.model_, self.reference_, self.info_ = model, reference, info
+        return self
+
+    # -- persistence: the adapter folder ------------------------------------------------------------
+    def fitted_attributes(self) -> list[str]:
+        return [n for n in ("model_", "reference_", "info_") if hasattr(self, n)]
+
+    def save(self, directory) -> str:
+        self.check_fitted()
+        return save_adapter(self.model_, os.fspath(directory), self.info_, self.reference_)
+
+    @classmethod
+    def load(cls, directory, device: str = "cpu") -> "LoraTrainer":
+        """A trained adapter, unmerged on a private copy of its base (so it can be saved again);
+        the settings are those its training record keeps. Scoring reads adapters through
+        `load_adapter`, which merges them."""
+        from peft import PeftModel
+
+        path = os.fspath(directory)
+        info, base_path = _adapter_record(path)
+        model, _tokenizer = _base_model(base_path, device)
+        with _quiet_peft():
+            model = PeftModel.from_pretrained(model, path, is_trainable=False)
+        kept = {k: info[k] for k in ("rank", "alpha", "targets", "lr", "steps", "batch_size", "max_length",
+                                    "layout", "lowercase", "seed") if k in info}
+        trainer = cls(**{**kept, "device": device})
+        if "targets" in kept:
+            trainer.targets = tuple(kept["targets"])
+        trainer.model_, trainer.info_ = model, info
+        trainer.reference_ = _read_reference(path)
+        return trainer
+
+
 def train_lora(corpus: str, out_dir: str, base: str, config: LoraTrainConfig | None = None, *,
                base_name: str | None = None, reference_corpus: str | None = None,
                log: Callable[[str], None] | None = None) -> dict:
-    """Fine-tune a LoRA adapter on `corpus`'s query-response pairs; returns the training info."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-
-    from ...data.corpus import pairs as corpus_pairs, read_corpus
-    from .loaded import LoadedLM, offline
-    from .logprob import layout as frame_layout
-
-    offline()
-    cfg = config or LoraTrainConfig()
-    log = log or (lambda _m: None)
-    started = time.time()
-    cpu0 = time.process_time()
-    deadline = started + 60 * cfg.max_minutes if cfg.max_minutes else None
-    random.seed(cfg.seed)
-    np.random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)
-    base_path = resolve_base(base)
-    all_pairs = corpus_pairs(read_corpus(corpus))
-    rng = random.Random(cfg.seed)
-    order = list(range(len(all_pairs)))
-    rng.shuffle(order)
-    if reference_corpus:
-        ref_pairs = corpus_pairs(read_corpus(reference_corpus))
-        random.Random(cfg.seed).shuffle(ref_pairs)
-        ref_pairs = ref_pairs[: cfg.reference_pairs]
-        train_idx = order
-    else:
-        ref_pairs = [all_pairs[i] for i in order[: cfg.reference_pairs]]
-        train_idx = order[cfg.reference_pairs:]
-    if cfg.train_pairs:
-        train_idx = train_idx[: cfg.train_pairs]
-    train_pairs = [all_pairs[i] for i in train_idx]
-    if not ref_pairs or not train_pairs:
-        raise DialevalError(f"{corpus}: too few query-response pairs for training and reference scores")
-
-    model, tokenizer = _base_model(base_path, cfg.device)
-    sep = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.bos_token_id
-    max_len = int(getattr(model.config, "max_position_embeddings", None) or 1024)
-    lm = LoadedLM(path=base_path, model=model, tokenizer=tokenizer, sep_id=int(sep), max_len=cfg.max_length,
-                  device=cfg.device, layout=cfg.layout, lowercase=cfg.lowercase)
-    # training sequences: the scoring frame plus the end token, cut to max_length
-    sequences = []
-    for q, r in train_pairs:
-        ids, _ = frame_layout(lm, lm.encode(q), lm.encode(r))
-        ids = (ids + lm.frame.end)[: cfg.max_length]
-        sequences.append((ids, len(lm.frame.head)))
-    n_tokens = sum(len(s) for s, _ in sequences)
-    log(f"train lm --lora: {len(sequences)} pairs ({n_tokens} tokens), {len(ref_pairs)} reference pairs, "
-        f"base {base_path}, layout {cfg.layout}{' lowercased' if cfg.lowercase else ''}")
-
-    for p in model.parameters():
-        p.requires_grad_(False)
-    peft_config = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, target_modules=list(cfg.targets),
-                             lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
-    with _quiet_peft():
-        model = get_peft_model(model, peft_config)
-    model.train()
-    params = [p for p in model.parameters() if p.requires_grad]
-    n_params = sum(p.numel() for p in params)
-    optim = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
-
-    def lr_at(step: int) -> float:
-        if step < cfg.warmup_steps:
-            return (step + 1) / cfg.warmup_steps
-        return max(0.05, 1 - (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(optim, lr_at)
-    # batches of similar length (little padding), their order fixed by the seed
-    by_len = sorted(range(len(sequences)), key=lambda i: (len(sequences[i][0]), i))
-    batches = [by_len[k:k + cfg.batch_size] for k in range(0, len(by_len), cfg.batch_size)]
-    step, tokens_seen, losses, shown = 0, 0, [], time.time()
-    loop_start = time.time()
-    stopped = "steps"
-    while step < cfg.steps:
-        rng.shuffle(batches)
-        for rows in batches:
-            if step >= cfg.steps:
-                break
-            if deadline is not None and time.time() >= deadline:
-                stopped = "max_minutes"
-                break
-            width = max(len(sequences[i][0]) for i in rows)
-            ids = torch.full((len(rows), width), lm.sep_id, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            labels = torch.full((len(rows), width), -100, dtype=torch.long)
-            for k, i in enumerate(rows):
-                seq, head = sequences[i]
-                ids[k, :len(seq)] = torch.tensor(seq)
-                mask[k, :len(seq)] = 1
-                labels[k, head:len(seq)] = torch.tensor(seq[head:])
-            out = model(input_ids=ids.to(cfg.device), attention_mask=mask.to(cfg.device),
-                        labels=labels.to(cfg.device))
-            out.loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optim.step()
-            sched.step()
-            optim.zero_grad(set_to_none=True)
-            losses.append(float(out.loss.detach()))
-            tokens_seen += int(mask.sum())
-            step += 1
-            if time.time() - shown >= 30:
-                shown = time.time()
-                el = shown - loop_start
-                log(f"train lm --lora: step {step}/{cfg.steps}, loss {np.mean(losses[-50:]):.4f}, "
-                    f"{tokens_seen / el:.0f} tokens/s, {el / 60:.1f} min")
-        else:
-            continue
-        break
-    train_seconds = time.time() - loop_start
-    log(f"train lm --lora: stopped after {step} steps ({stopped}), {tokens_seen} tokens in {train_seconds:.0f} s")
-    model.eval()
-    info = {
-        "base": base_name or base, "base_fingerprint": base_identity(base_path), "layout": cfg.layout,
-        "lowercase": cfg.lowercase, "rank": cfg.rank, "alpha": cfg.alpha, "targets": list(cfg.targets),
-        "lr": cfg.lr, "steps_done": step, "steps": cfg.steps, "stopped_by": stopped, "batch_size": cfg.batch_size,
-        "max_length": cfg.max_length, "seed": cfg.seed, "device": cfg.device, "train_pairs": len(sequences),
-        "train_tokens_seen": tokens_seen, "trainable_parameters": n_params,
-        "final_loss": float(np.mean(losses[-50:])) if losses else math.nan,
-        "train_seconds": round(train_seconds, 1), "torch_threads": torch.get_num_threads(),
-        "corpus": os.path.basename(corpus), **cfg.extra,
-    }
-    # reference scores for the normalised metrics, with the adapter merged in
-    from .logprob import token_logprob_sums
-
-    lm.model = model
-    lm.max_len = max_len
-    q_ids = [lm.encode(q) for q, _ in ref_pairs]
-    r_ids = [lm.encode(r) for _, r in ref_pairs]
-    with torch.inference_mode():
-        # one sequence per pass: held-out pairs rarely share a length, and filling every
-        # batch to a fixed row count would multiply the work on CPU
-        cs, cc = token_logprob_sums(lm, q_ids, r_ids, 1)
-        fs, fc = token_logprob_sums(lm, [None] * len(r_ids), r_ids, 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reference = {"coherence_raw": (cs / np.maximum(cc, 1))[cc > 0], "fluency_raw": (fs / np.maximum(fc, 1))[fc > 0]}
-    info["reference_pairs"] = len(ref_pairs)
-    info["cpu_seconds"] = round(time.process_time() - cpu0, 1)
-    info["wall_seconds"] = round(time.time() - started, 1)
-    save_adapter(model, out_dir, info, reference)
-    log(f"train lm --lora: wrote {out_dir} ({info['wall_seconds']:.0f} s wall, {info['cpu_seconds']:.0f} s CPU)")
+    """Fine-tune a LoRA adapter on `corpus`'s query-response pairs and save it; returns the
+    training info (the one-call form of `LoraTrainer`)."""
+    trainer = LoraTrainer(**asdict(config or LoraTrainConfig()))
+    trainer.fit(corpus, base, base_name=base_name, reference_corpus=reference_corpus, log=log)
+    trainer.save(out_dir)
+    info = trainer.info_
+    (log or (lambda _m: None))(f"train lm --lora: wrote {out_dir} ({info['wall_seconds']:.0f} s wall, "
+                               f"{info['cpu_seconds']:.0f} s CPU)")
     return info
 
 
@@ -286,6 +379,33 @@ def load_adapter(path: str, device: str = "cpu"):
     from .loaded import LoadedLM
 
     manifest = store.verify(path, KIND)
+    info, base_path = _adapter_record(path, manifest)
+    model, tokenizer = _base_model(base_path, device)
+    from peft import PeftModel
+
+    try:
+        with _quiet_peft():
+            model = PeftModel.from_pretrained(model, path, is_trainable=False).merge_and_unload()
+    except Exception as exc:  # peft raises many kinds for a bad adapter
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise DialevalError(f"{path}: cannot apply the LoRA adapter ({type(exc).__name__}: {first})") from None
+    model.eval()
+    sep = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.bos_token_id
+    max_len = int(getattr(model.config, "max_position_embeddings", None) or 1024)
+    reference = _read_reference(path)
+    adapter_sha = manifest["files"][ADAPTER_WEIGHTS]["sha256"][:12]
+    fingerprint = f"{adapter_sha}+{base_identity(base_path)}{_prepared_source_hash(base_path)}"
+    lm = LoadedLM(path=path, model=model, tokenizer=tokenizer, sep_id=int(sep), max_len=max_len, device=device,
+                  info=info, reference=reference, fingerprint=fingerprint,
+                  layout=info.get("layout", "plain"), lowercase=bool(info.get("lowercase", False)))
+    return lm
+
+
+def _adapter_record(path: str, manifest: dict | None = None) -> tuple[dict, str]:
+    """(training record, base folder) of a verified adapter whose base is the one it was
+    trained on."""
+    if manifest is None:
+        store.verify(path, KIND)
     try:
         with open(os.path.join(path, store.CONFIG), encoding="utf-8") as handle:
             info = json.load(handle)
@@ -300,30 +420,15 @@ def load_adapter(path: str, device: str = "cpu"):
     expected = info.get("base_fingerprint")
     if expected and base_identity(base_path).split(":")[-1] != expected.split(":")[-1]:
         raise DialevalError(f"{path}: trained on base {expected}, but {base_path} is {base_identity(base_path)}")
-    model, tokenizer = _base_model(base_path, device)
-    from peft import PeftModel
+    return info, base_path
 
-    try:
-        with _quiet_peft():
-            model = PeftModel.from_pretrained(model, path, is_trainable=False).merge_and_unload()
-    except Exception as exc:  # peft raises many kinds for a bad adapter
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise DialevalError(f"{path}: cannot apply the LoRA adapter ({type(exc).__name__}: {first})") from None
-    model.eval()
-    sep = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.bos_token_id
-    max_len = int(getattr(model.config, "max_position_embeddings", None) or 1024)
-    reference = {}
+
+def _read_reference(path: str) -> dict[str, np.ndarray]:
     arrays = os.path.join(path, store.ARRAYS)
-    if os.path.exists(arrays):
-        with np.load(arrays, allow_pickle=False) as data:
-            reference = {k: data[k] for k in data.files}
-    adapter_sha = manifest["files"][ADAPTER_WEIGHTS]["sha256"][:12]
-    fingerprint = f"{adapter_sha}+{base_identity(base_path)}{_prepared_source_hash(base_path)}"
-    lm = LoadedLM(path=path, model=model, tokenizer=tokenizer, sep_id=int(sep), max_len=max_len, device=device,
-                  info=info, reference=reference, fingerprint=fingerprint,
-                  layout=info.get("layout", "plain"), lowercase=bool(info.get("lowercase", False)))
-    return lm
-
+    if not os.path.exists(arrays):
+        return {}
+    with np.load(arrays, allow_pickle=False) as data:
+        return {k: data[k] for k in data.files}
 
 
 @contextlib.contextmanager

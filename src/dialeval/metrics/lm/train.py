@@ -32,6 +32,7 @@ import numpy as np
 from ...errors import DialevalError
 from ...models import store
 from ...models.estimator import Estimator
+from ...models.training import train_causal_lm
 from .checkpoint import INFO_FILE, KIND, REFERENCE_FILE, LoadedLM, load_lm, offline
 
 SEP = "<|endoftext|>"
@@ -285,7 +286,6 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
 def _train(cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus, log) -> tuple:
     """The training proper: (model, tokenizer, reference scores, info)."""
     log("train lm: loading transformers")
-    import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
     if init:
@@ -332,7 +332,6 @@ def _train(cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus,
     total = int(math.ceil(cfg.epochs * steps_per_epoch))
     if cfg.max_steps is not None:
         total = min(total, cfg.max_steps)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=cfg.weight_decay)
     warmup = min(cfg.warmup_steps, max(1, total // 10))
 
     def schedule(step: int) -> float:  # linear warm-up, cosine decay to 10%
@@ -341,67 +340,42 @@ def _train(cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus,
         progress = (step - warmup) / max(1, total - warmup)
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     rng = random.Random(cfg.seed)
-    step, stopped_by = 0, "epochs"
     budget = cfg.max_minutes * 60 if cfg.max_minutes else None
     deadline = started + budget if budget else None
     reserve = 0.0          # seconds kept for scoring the reference pairs and saving
-    tokens_trained = 0
-    train_started = time.time()
-    cpu_started = time.process_time()
-    model.train()
-    running = []
-    while step < total:
-        for rows in _batches(sequences, cfg.batch_size, rng):
-            if step >= total:
-                break
-            if deadline is not None and time.time() + reserve >= deadline:
-                stopped_by = "max_minutes"
-                break
-            width = max(len(sequences[i]) for i in rows)
-            ids = torch.full((len(rows), width), lm.sep_id, dtype=torch.long)
-            labels = torch.full((len(rows), width), -100, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for k, i in enumerate(rows):
-                seq = torch.tensor(sequences[i])
-                ids[k, :len(seq)] = seq
-                labels[k, :len(seq)] = seq
-                mask[k, :len(seq)] = 1
-            out = model(input_ids=ids.to(cfg.device), attention_mask=mask.to(cfg.device),
-                        labels=labels.to(cfg.device))
-            out.loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            running.append(out.loss.item())
-            step += 1
-            tokens_trained += sum(len(sequences[i]) for i in rows)
-            if deadline is not None and step in (3, 20, 100) or (deadline is not None and step % 200 == 0):
-                # A forward pass costs about a third of a training step per token; keep 40%
-                # of that as a margin, plus a few seconds for saving.
-                per_token = 0.4 * (time.time() - train_started) / tokens_trained
-                if step == 3 and per_token * sum(ref_cost) > budget / 3:
-                    keep = max(min(100, len(ref_pairs)), int(len(ref_pairs) * budget / 3
-                                                           / (per_token * sum(ref_cost))))
-                    if keep < len(ref_pairs):
-                        log(f"train lm: scoring {len(ref_pairs)} reference pairs would take about "
-                            f"{per_token * sum(ref_cost):.0f} s of the {budget:.0f} s budget; keeping {keep}")
-                        ref_pairs, ref_cost = ref_pairs[:keep], ref_cost[:keep]
-                reserve = per_token * sum(ref_cost) + 3.0
-            if step % 50 == 0 or step == total:
-                elapsed = time.time() - train_started
-                cpu = time.process_time() - cpu_started
-                log(f"step {step}/{total} loss {np.mean(running[-50:]):.3f} "
-                    f"{elapsed / step:.3f}s/step wall, {cpu / step:.3f} CPU-s/step, {elapsed / 60:.1f} min")
-        else:
-            continue
-        break
+
+    def after_step(state) -> None:
+        nonlocal ref_pairs, ref_cost, reserve
+        step = state.steps
+        if deadline is not None and step in (3, 20, 100) or (deadline is not None and step % 200 == 0):
+            # A forward pass costs about a third of a training step per token; keep 40%
+            # of that as a margin, plus a few seconds for saving.
+            per_token = 0.4 * state.seconds / state.tokens
+            if step == 3 and per_token * sum(ref_cost) > budget / 3:
+                keep = max(min(100, len(ref_pairs)), int(len(ref_pairs) * budget / 3
+                                                       / (per_token * sum(ref_cost))))
+                if keep < len(ref_pairs):
+                    log(f"train lm: scoring {len(ref_pairs)} reference pairs would take about "
+                        f"{per_token * sum(ref_cost):.0f} s of the {budget:.0f} s budget; keeping {keep}")
+                    ref_pairs, ref_cost = ref_pairs[:keep], ref_cost[:keep]
+            reserve = per_token * sum(ref_cost) + 3.0
+        if step % 50 == 0 or step == total:
+            elapsed = state.seconds
+            log(f"step {step}/{total} loss {np.mean(state.losses[-50:]):.3f} "
+                f"{elapsed / step:.3f}s/step wall, {state.cpu_seconds / step:.3f} CPU-s/step, {elapsed / 60:.1f} min")
+
+    loop = train_causal_lm(
+        model, model.parameters(), [(ids, 0) for ids in sequences], pad_id=lm.sep_id,
+        passes=lambda: _batches(sequences, cfg.batch_size, rng), total_steps=total, lr=lr,
+        weight_decay=cfg.weight_decay, schedule=schedule, device=cfg.device,
+        out_of_time=None if deadline is None else lambda: time.time() + reserve >= deadline,
+        after_step=after_step)
+    step = loop.steps
+    stopped_by = "max_minutes" if loop.out_of_time else "epochs"
     if cfg.max_steps is not None and step >= cfg.max_steps and step < int(math.ceil(cfg.epochs * steps_per_epoch)):
         stopped_by = "max_steps"
-    train_seconds = time.time() - train_started
-    cpu_seconds = time.process_time() - cpu_started
+    train_seconds, cpu_seconds = loop.seconds, loop.cpu_seconds
     model.eval()
 
     reference, ref_ppl, scored = reference_scores(lm, ref_pairs, log,

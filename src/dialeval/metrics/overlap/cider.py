@@ -256,7 +256,7 @@ class Cider(Metric):
     """CIDEr-D (`variant='d'`, name `cider_d`) or plain CIDEr (`variant='plain'`, name `cider`)."""
 
     native_tokenizer = "whitespace"
-    state_reduction = "sum"
+    state_kind = "sum"
     score_range = (0.0, None)
     corpus_pass_type = DocumentFrequencies
 

@@ -30,23 +30,34 @@ from ....errors import DialevalError
 
 @dataclass(frozen=True)
 class RatedSet:
+    """What ADEM adds to a registered data set (`dialeval.data.datasets`): the quality it
+    trains on and where the references come from (own | dailydialog-next | none). The folder,
+    the loader and the systems whose response is the reference (USR's "Original Ground
+    Truth", never a candidate) are the registry's, so they are named in one place."""
+
+    name: str
     quality: str
-    folder: str
-    exclude_systems: tuple[str, ...] = ()
-    references: str = "own"        # own | dailydialog-next | none
+    references: str = "own"
+
+    @property
+    def folder(self) -> str:
+        """The data set's folder name under a data root (the registry's)."""
+        from ....data.datasets import get_spec
+
+        return get_spec(self.name).folder
 
 
-RATED_SETS: dict[str, RatedSet] = {
-    "usr-tc": RatedSet("overall", "usr", ("Original Ground Truth",)),
-    "usr-pc": RatedSet("overall", "usr", ("Original Ground Truth",)),
-    "grade-dailydialog": RatedSet("coherence", "grade"),
-    "grade-convai2": RatedSet("coherence", "grade"),
-    "grade-empatheticdialogues": RatedSet("coherence", "grade"),
-    "gupta": RatedSet("overall", "dailydialog-multiref-gupta"),
-    "predictive-engagement": RatedSet("engagement", "predictive-engagement", references="dailydialog-next"),
-    "fed-turn": RatedSet("overall", "fed", references="none"),
-    "holistic-coherence": RatedSet("coherence", "holistic-eval", references="none"),
-}
+RATED_SETS: dict[str, RatedSet] = {s.name: s for s in [
+    RatedSet("usr-tc", "overall"),
+    RatedSet("usr-pc", "overall"),
+    RatedSet("grade-dailydialog", "coherence"),
+    RatedSet("grade-convai2", "coherence"),
+    RatedSet("grade-empatheticdialogues", "coherence"),
+    RatedSet("gupta", "overall"),
+    RatedSet("predictive-engagement", "engagement", references="dailydialog-next"),
+    RatedSet("fed-turn", "overall", references="none"),
+    RatedSet("holistic-coherence", "coherence", references="none"),
+]}
 WITH_REFERENCES = [n for n, s in RATED_SETS.items() if s.references != "none"]
 
 
@@ -102,8 +113,10 @@ def load_rated_set(name: str, path: str, *, quality: str | None = None,
 
     rs = RATED_SETS[name]
     if quality is not None and quality != rs.quality:
-        rs = RatedSet(quality, rs.folder, rs.exclude_systems, rs.references)
-    ds = load_dataset(name, path, exclude_systems=rs.exclude_systems)
+        rs = RatedSet(name, quality, rs.references)
+    ds = load_dataset(name, path)
+    if ds.reference_systems:
+        ds = ds.without_systems(ds.reference_systems)
     if rs.quality not in ds.info.scales:
         raise DialevalError(f"{name}: no quality {rs.quality!r}; it has {', '.join(sorted(ds.info.scales))} "
                             "(choose with --quality)")

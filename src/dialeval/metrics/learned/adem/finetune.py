@@ -42,7 +42,7 @@ from ....backbones.tuning import LowerStates as _LowerStates
 from ....backbones.tuning import TunedBackbone, by_layer, layer_tensors, tensors_id, tune_top_layers
 from dialeval.stats import spearman
 
-__all__ = ["TunedMiniLM", "LowerStates", "RowTexts", "finetune_adem", "base_model", "top_vectors",
+__all__ = ["TunedMiniLM", "LowerStates", "RowTexts", "finetune_adem", "finetune_rows", "base_model", "top_vectors",
            "context_text", "max_tokens", "tensors_id", "by_layer"]
 
 
@@ -234,3 +234,39 @@ def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray,
         model.M_, model.N_ = result.best_state[1], result.best_state[2]
         model.tuned_layers_ = layer_tensors(top, n_lower)
     return info
+
+
+def finetune_rows(model, rows: Sequence, train_idx: Sequence[int], val_idx: Sequence[int], *,
+                  progress: Callable[[str], None] | None = None):
+    """See `Adem.finetune_rows`: the rated rows as stage 2 reads them (stage 1's split, its
+    oversampled epoch), `finetune_adem`, then the winning layers made the model's encoder."""
+    from ....errors import DialevalError
+    from .encoders import make_encoder
+
+    model._check()
+    layers = int(model.finetune_layers or 0)
+    if layers < 1:
+        raise DialevalError("finetune_rows needs finetune_layers >= 1")
+    model.check_fitted()
+    use_r = model.variant in ("adem", "r_adem")
+    k = int(model.context_turns)
+    pick = lambda idx: [rows[i] for i in idx if rows[i].references or not use_r]   # noqa: E731
+
+    def texts(part):
+        return RowTexts([context_text(r.context, k) for r in part],
+                        [list(r.references) if use_r else [] for r in part], [r.response for r in part])
+
+    tr, va = pick(train_idx), pick(val_idx)
+    y = np.array([r.score for r in tr], dtype=np.float64)
+    lengths = np.array([len(r.response.split()) for r in tr])
+    rng = np.random.default_rng(model.seed)
+    pool = model._oversampled(y, lengths, rng) if model.oversample else np.arange(len(y))
+    deadline = time.monotonic() + 60 * float(model.finetune_minutes) if model.finetune_minutes else None
+    model.tuned_layers_ = None
+    model._tuned = None
+    info = finetune_adem(model, texts(tr), y, pool, texts(va), np.array([r.score for r in va]),
+                         layers=layers, epochs=int(model.finetune_epochs), lr=float(model.finetune_lr),
+                         model_dir=make_encoder(model.encoder, k).model_dir, deadline=deadline, say=progress)
+    tuned = model.__dict__.pop("tuned_layers_")
+    model.training_["finetune"] = info
+    return model.set_tuned_layers(tuned)

@@ -1,0 +1,85 @@
+"""Running the recipes: each default trained in a fresh interpreter into a staging folder,
+given its card, normalised, then moved into place."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import Callable
+
+from ..errors import DialevalError
+from .cards import write_card
+from .normalise import normalise
+from .table import ORDER, RECIPES, command_text
+
+
+def check_data_root(root: str, names: list[str]) -> None:
+    missing = sorted({f for n in names for f in RECIPES[n].needs if not os.path.isdir(os.path.join(root, f))})
+    if missing:
+        raise DialevalError(f"--data-root {root}: no folder {', '.join(missing)} (`dialeval datasets --sources` "
+                            "names each data set's public source and the folder it expects)")
+
+
+# Each recipe runs in a fresh interpreter: what an earlier recipe left in the process (random
+# generators' state, torch settings, caches) must not reach the next one, and string hashing
+# (set and dict order of strings) is fixed.
+FIXED_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+             "TOKENIZERS_PARALLELISM": "false", "PYTHONHASHSEED": "0"}
+
+
+def _run(argv: list[str]) -> int:
+    import subprocess
+
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, **FIXED_ENV}
+    env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
+    # the command's own output goes to stderr, like the build's progress lines
+    try:
+        out = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):   # a captured stream (tests): let it print
+        out = None
+    return subprocess.run([sys.executable, "-m", "dialeval.cli", *argv], env=env, stdout=out).returncode
+
+
+def build(data_root: str, out_root: str, only: list[str] | None = None,
+          say: Callable[[str], None] = lambda m: None) -> list[str]:
+    """Train each default (in `ORDER`) into `out_root/<name>`; returns the names built. The
+    defaults a recipe builds over (`after`) are read from `out_root`."""
+    from dialeval.models import defaults
+
+    names = [n for n in ORDER if only is None or n in only]
+    unknown = sorted(set(only or ()) - set(RECIPES))
+    if unknown:
+        raise DialevalError(f"--only {unknown[0]}: no such default; choose from {', '.join(ORDER)}")
+    data_root, out_root = os.path.abspath(data_root), os.path.abspath(out_root)
+    check_data_root(data_root, names)
+    os.makedirs(out_root, exist_ok=True)
+    previous = os.environ.get(defaults.ENV)
+    os.environ[defaults.ENV] = out_root            # a recipe over another default reads the new one
+    try:
+        for name in names:
+            recipe = RECIPES[name]
+            for dep in recipe.after:
+                if defaults.default_model_dir(dep) is None:
+                    raise DialevalError(f"{name} is built over the default {dep!r}, which is not in {out_root}; "
+                                        f"build it first (--only {dep})")
+            target = os.path.join(out_root, name)
+            staging = target + ".tmp-build"
+            shutil.rmtree(staging, ignore_errors=True)
+            say(f"models build: {name}: {command_text(name)}")
+            status = _run(recipe.argv(data_root, staging))
+            if status != 0:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise DialevalError(f"models build: {name} failed (exit status {status})")
+            write_card(staging, recipe)
+            normalise(staging, data_root, out_root, final=name)
+            shutil.rmtree(target, ignore_errors=True)
+            os.replace(staging, target)
+            say(f"models build: {name} written to {target}")
+    finally:
+        if previous is None:
+            os.environ.pop(defaults.ENV, None)
+        else:
+            os.environ[defaults.ENV] = previous
+    return names

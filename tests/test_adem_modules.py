@@ -1,0 +1,40 @@
+"""ADEM's estimator split by concern (encoding.py, training.py, search.py beside model.py):
+the estimator's parameters and the names other code imports from model.py stay, and its rated
+sets are the data-set registry's. The numbers are tests/test_adem*.py's."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("numpy")
+
+from dialeval.data.datasets import get_spec  # noqa: E402
+from dialeval.metrics.learned.adem import encoding, model, search, training  # noqa: E402
+from dialeval.metrics.learned.adem.data import RATED_SETS, WITH_REFERENCES, RatedSet  # noqa: E402
+
+PARAMS = ["encoder", "variant", "preset", "pca_dims", "gamma", "lr", "batch_size", "max_epochs", "patience",
+          "val_fraction", "context_turns", "oversample", "max_oversample", "seed", "finetune_layers", "finetune_lr",
+          "finetune_epochs", "finetune_minutes", "rank_weight", "rank_margin", "standardise", "centre",
+          "hard_negatives"]
+
+
+def test_the_estimators_parameters_are_unchanged():
+    assert model.Adem._param_names() == PARAMS
+    assert model.Adem.kind == "adem"
+
+
+def test_names_imported_from_model_py_are_the_concerns_own():
+    assert model.SEARCH_GRID is search.SEARCH_GRID and model.search_rows is search.search_rows
+    assert model.vector_search is search.vector_search and model.validation_spearman is search.validation_spearman
+    assert model.negative_rows is training.negative_rows and model.NEGATIVE_SCORE == training.NEGATIVE_SCORE
+    assert model.pairwise_hinge is training.pairwise_hinge
+    assert model.standardise_per_set is training.standardise_per_set
+    assert model.PreparedRows is training.PreparedRows and model.BUNDLED_ENCODER == encoding.BUNDLED_ENCODER
+
+
+def test_rated_sets_take_folder_and_reference_systems_from_the_registry():
+    assert set(WITH_REFERENCES) <= set(RATED_SETS)
+    for name, rated in RATED_SETS.items():
+        assert rated.name == name and rated.folder == get_spec(name).folder
+    assert [n for n, s in RATED_SETS.items() if s.references == "none"] == ["fed-turn", "holistic-coherence"]
+    assert RatedSet("usr-tc", "engaging").folder == "usr"
