@@ -39,11 +39,11 @@ DEVICE_METRICS = [
 
 
 def _loaded():
-    """What the process has loaded: backbones, and the LM metrics' own cache."""
+    """What the process has loaded: backbones, and the trained models (the LM's among them)."""
     from dialeval.backbones import cached_backbones
-    from dialeval.metrics.lm.checkpoint import _CACHE
+    from dialeval.models.artifacts import opened_models
 
-    return len(cached_backbones()), len(_CACHE)
+    return len(cached_backbones()), len(opened_models())
 
 
 def test_every_metric_with_a_device_option_is_checked_here():

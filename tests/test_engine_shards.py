@@ -174,10 +174,9 @@ def test_word_embedding_metrics_shard_exactly():
 
 def test_sentence_encoder_shards_agree():
     pytest.importorskip("sentence_transformers")
-    from dialeval.metrics.embedding.sentence import _shared_encoder
+    from dialeval.backbones import clear_vectors
 
-    assert_same(make_plan(["sent_cosine"]), make_samples(n=8), seeds=[1],
-                before_each=_shared_encoder.cache_clear)
+    assert_same(make_plan(["sent_cosine"]), make_samples(n=8), seeds=[1], before_each=clear_vectors)
 
 
 def test_a_texts_sentence_vector_does_not_depend_on_its_batch():
@@ -250,10 +249,10 @@ def test_lm_metrics_shard_exactly(tiny_lm):
 
 def test_deep_amfm_metrics_shard_exactly(tiny_lm):
     pytest.importorskip("sentence_transformers")
-    from dialeval.metrics.embedding.sentence import _shared_encoder
+    from dialeval.backbones import clear_vectors
 
     assert_same(make_plan(DEEP_AMFM, lm_model=tiny_lm), make_samples(n=12), seeds=[0],
-                before_each=_shared_encoder.cache_clear)
+                before_each=clear_vectors)
 
 
 def test_bertscore_metrics_shard_exactly():
@@ -300,11 +299,11 @@ def tiny_adem(tmp_path_factory):
 
 @pytest.mark.parametrize("variant", LEARNED)
 def test_adem_metrics_shard_exactly(tiny_adem, variant):
-    from dialeval.metrics.learned.adem.encoders import make_encoder
+    from dialeval.metrics.learned.adem.encoders import clear_vectors
 
-    # the encoder remembers each dialogue's vector: a fresh one for every run, so that every run encodes
+    # the encoder remembers each dialogue's vector: forgotten before every run, so that every run encodes
     assert_same(make_plan([variant], adem_model=str(tiny_adem / variant)), make_samples(n=20), seeds=[0, 1, 2],
-                before_each=make_encoder.cache_clear)
+                before_each=clear_vectors)
 
 
 @pytest.fixture(scope="module")
@@ -316,11 +315,10 @@ def tiny_mme(tmp_path_factory):
 
 
 def test_mme_metrics_shard_exactly(tiny_mme):
-    from dialeval.metrics.mme.encoder import shared_encoder
+    from dialeval.backbones import clear_vectors
 
     # the encoder remembers each text's features for the process: cleared so that every run encodes
-    assert_same(make_plan(MME, mme_model=tiny_mme), make_samples(n=12), seeds=[3],
-                before_each=shared_encoder.cache_clear)
+    assert_same(make_plan(MME, mme_model=tiny_mme), make_samples(n=12), seeds=[3], before_each=clear_vectors)
 
 
 def test_compose_shards_exactly(tmp_path):

@@ -122,7 +122,7 @@ def test_normalise_makes_npz_and_json_independent_of_time_and_place(tmp_path):
 
     import numpy as np
 
-    from dialeval.cli.models_build import normalise
+    from dialeval.recipes import normalise
     from dialeval.models.store import write_manifest
 
     folders = []
@@ -159,7 +159,7 @@ def test_models_list_names_every_default(models_dir, capsys):
 
 def test_build_refuses_a_data_root_without_the_folders(tmp_path):
     with pytest.raises(DialevalError, match="no folder dailydialog"):
-        from dialeval.cli.models_build import build
+        from dialeval.recipes import build
 
         build(str(tmp_path), str(tmp_path / "out"), ["amfm"])
     assert main(["models", "build", "--data-root", str(tmp_path), "--only", "nope", "-o", str(tmp_path)]) == 2

@@ -5,7 +5,13 @@ causal LM fit in memory together; a fourth evicts the least recently used) keyed
 file's content key (`fingerprint.content_key`) plus how it was loaded (kind, task, device). Every
 family asks here, so a model is loaded once per process (and so once per Dask worker) however
 many metrics read it: MiniLM used to be loaded twice, by sentence-transformers for sent_cosine
-and by AutoModel for MME.
+and by AutoModel for MME. A plain-transformers reading ("hf") of a sentence-transformers folder
+whose transformer sits in the folder itself is an entry of its own that shares the
+sentence-transformers entry's weights (`loading._hf_view`), so sent_cosine, ADEM, BERTScore
+and MME hold one MiniLM between them.
+
+Trained dialeval artifacts (ADEM, AM-FM, MME, LMs, compositions, word vectors) have their own
+bounded cache with the same rules, `dialeval.models.artifacts` (below this layer).
 
 Vectors: each backbone remembers each text's vector per encoding setting (its shared
 `TextEncoder` views). They live as long as their backbone stays in this cache, and

@@ -70,9 +70,41 @@ def load_backbone(path: str | os.PathLike, kind: str = "auto", device: str | Non
     precision = check_precision("precision", precision)
     key = (content_key(path), kind, task, device, gguf_file)
     if precision == "fp32":
+        if kind == "hf" and task == "base" and _sentence_transformer_at_root(path):
+            return cache.get_or_load(key, lambda: _hf_view(path, device))
         return cache.get_or_load(key, lambda: _announced_load(path, kind, task, device, gguf_file))
     return cache.get_or_load(key + (precision,),
                              lambda: _cast(_announced_load(path, kind, task, device, gguf_file), precision))
+
+
+def _sentence_transformer_at_root(path: str) -> bool:
+    """Whether `path` is a sentence-transformers folder whose first module is the transformer
+    stored in the folder itself (all-MiniLM-L6-v2's layout): its plain-transformers reading is
+    then the same weights as its sentence-transformers one."""
+    import json
+
+    try:
+        with open(os.path.join(path, "modules.json"), encoding="utf-8") as handle:
+            modules = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    first = modules[0] if isinstance(modules, list) and modules else {}
+    return (isinstance(first, dict) and first.get("path", None) in ("", ".")
+            and str(first.get("type", "")).endswith("models.Transformer"))
+
+
+def _hf_view(path: str, device: str) -> "Backbone":
+    """The plain-transformers backbone of a sentence-transformers folder, sharing the weights of
+    its sentence-transformers backbone (`sent_cosine` and `bertscore_f`, or ADEM and MME, in one
+    run held two copies of MiniLM). The tokenizer is its own, loaded as a plain folder's is:
+    sentence-transformers caps the tokenizer's length at its `max_seq_length` (256 for MiniLM),
+    and the plain reading keeps the tokenizer's own 512, so every number stays as it was."""
+    st = load_backbone(path, kind="sentence-transformers", device=device)
+    offline_environment()
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return Backbone(path, "hf", "base", device, tokenizer, st.model)
 
 
 def _cast(backbone: "Backbone", precision: str) -> "Backbone":

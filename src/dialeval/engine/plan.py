@@ -109,7 +109,9 @@ def make_plan(metrics: Sequence[str | Metric], *, refs_mode: str = "multi", toke
             continue
         try:
             metric = build_metric(entry, **shared)
-            signature = str(metric.signature())    # may load the model (ADEM): a failure skips it too
+            # read from the model folder's manifest and small files, never by loading the model
+            # (dialeval.models.artifacts); a refused folder skips the metric too
+            signature = str(metric.signature())
         except DialevalError as exc:
             if not wants_all:
                 raise

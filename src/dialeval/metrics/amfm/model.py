@@ -146,18 +146,41 @@ class AMFMModel(Estimator):
         return model
 
 
-_CACHE: dict[tuple[str, str], AMFMModel] = {}
-
-
 def load_cached(directory: str | os.PathLike) -> AMFMModel:
-    """One load per folder and content, shared by am, fm and amfm; every call re-verifies the
-    checksums, so a file changed between two calls is still refused."""
+    """The folder through the one door for trained models: one load per folder and content,
+    shared by am, fm, fm_abs and amfm, verified once."""
+    from ...models.artifacts import open_model
+
+    return open_model(directory, KIND, AMFMModel.load)
+
+
+def arpa_order(path: str) -> int:
+    """The n-gram order an ARPA file declares in its \\data\\ header (`ngram N=count` lines)."""
+    order = 0
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if line.startswith("ngram ") and "=" in line:
+                order = max(order, int(line[6:line.index("=")]))
+            elif line.endswith("-grams:"):
+                break
+    return order
+
+
+def described(directory: str | os.PathLike) -> dict[str, Any]:
+    """What the metrics' signatures read of a folder (fingerprint, LSI dims, weighting, LM order),
+    from its manifest, config.json, one array header and the ARPA header: nothing is loaded."""
+    from ...models.artifacts import array_shape, check, read_json
     from ...models.store import verify
 
     directory = os.path.abspath(os.fspath(directory))
-    manifest = verify(directory, KIND)
-    key = (directory, json.dumps(manifest.get("files", {}), sort_keys=True))
-    if key not in _CACHE:
-        _CACHE.clear()
-        _CACHE[key] = AMFMModel.load(directory)
-    return _CACHE[key]
+    manifest = check(directory, KIND) if os.path.isdir(directory) else None    # verified once per process
+    if manifest is None:
+        verify(directory, KIND)     # its one-line refusal
+    config = read_json(directory)
+    params = config["params"] if isinstance(config.get("params"), dict) else config
+    return {"fingerprint": hashlib.sha256(json.dumps(manifest.get("files", {}), sort_keys=True)
+                                          .encode()).hexdigest()[:12],
+            "dims": array_shape(directory, "components")[0],
+            "weighting": params.get("weighting", "tf"),
+            "order": arpa_order(os.path.join(directory, LM_FILE))}

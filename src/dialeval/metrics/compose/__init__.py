@@ -50,17 +50,17 @@ class Compose(Metric):
     def __init__(self, compose_model: str | None = None, compose_quality: str | None = None,
                  refs_mode: str = "multi", tokenizer: str | None = None, **metric_options: Any):
         super().__init__(refs_mode="multi", tokenizer=None)
+        from ...models.artifacts import model_id, needs_model, open_model
+
         if not compose_model:
-            flag = "--" + self.model_option.replace("_", "-")
-            raise DialevalError(f"metric {self.name!r} needs a fitted composition: {flag} DIR "
-                                "(fit one with `dialeval fit compose`)")
+            raise needs_model(self.name, self.model_option, "a fitted composition", "fit one with `dialeval fit compose`")
         from .model import ComposeModel
-        from ...models.defaults import model_digest
-        from ...models.store import read_manifest
         from ..registry import REGISTRY
 
         self.model_dir = os.fspath(compose_model)
-        self.model = ComposeModel.load(self.model_dir)
+        # the weights and the list of members, a few kilobytes: read here because the members
+        # are built from it (their own models load on first use)
+        self.model = open_model(self.model_dir, ComposeModel.kind, ComposeModel.load)
         quality = compose_quality or self.model.qualities_[0]
         if quality not in self.model.qualities_:
             raise DialevalError(f"{self.model_dir}: no weights for quality {quality!r}; "
@@ -88,7 +88,7 @@ class Compose(Metric):
                               stacklevel=2)
         # the manifest's own hash: it lists every file's sha256 (config.json and the weights in
         # arrays.npz), so a refit with other weights signs differently (the rule `default:NAME@`)
-        self.fingerprint = model_digest(self.model_dir)[:12] if read_manifest(self.model_dir) else ""
+        self.fingerprint = model_id(self.model_dir)[:12]     # loading refused a folder without a manifest
 
     # -- the composed metrics' corpus-wide first passes, forwarded ----------------------------
     # The engine gathers the passes its plan's metrics name (`corpus_pass_key`); the metrics

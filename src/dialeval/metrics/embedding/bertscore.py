@@ -42,21 +42,18 @@ import numpy as np
 from ...errors import DialevalError
 from ..base import Batch, Metric
 
-PACKAGED = ("minilm", "mpnet")
+PACKAGED = ("minilm", "mpnet")     # the encoders of dialeval.models.pretrained.PRETRAINED, as help names them
 BASELINE_FILE = os.path.join(os.path.dirname(__file__), "bertscore_baselines.json")
 DEFAULT_BATCH_SIZE = 4     # rows per pass: fewest filled-in copies (backbones/batching.py), fastest per text on CPU
 
 
 def resolve_model(name: str | os.PathLike | None) -> tuple[str, str]:
     """(folder, name for the signature) of a packaged backbone name or a local folder."""
-    if name is None or name == "minilm":
-        from ...backbones.defaults import default_sentence_model
+    from ...models.pretrained import pretrained
 
-        return default_sentence_model(), "all-MiniLM-L6-v2"
-    if name == "mpnet":
-        from ...models.pretrained import mpnet_base
-
-        return os.fspath(mpnet_base()), "all-mpnet-base-v2"
+    packaged = pretrained("minilm" if name is None else os.fspath(name), role="encoder")
+    if packaged is not None and (name is None or name in PACKAGED):
+        return os.fspath(packaged.folder()), packaged.shown
     path = os.path.abspath(os.fspath(name))
     if not os.path.isdir(path) or not os.path.exists(os.path.join(path, "config.json")):
         raise DialevalError(f"{path}: not a transformers model folder (no config.json); give a local "
@@ -284,8 +281,26 @@ class BertScore(Metric):
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
 
+    @property
+    def layer(self) -> int:
+        """The layer read (the requested one, or two thirds of the depth), checked against the
+        folder's config.json: known without loading the encoder, so a run is planned without it."""
+        if self._reader is not None:
+            return self._reader.layer
+        try:
+            with open(os.path.join(self.folder, "config.json"), encoding="utf-8") as handle:
+                n_layers = int(json.load(handle)["num_hidden_layers"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return self.reader.layer          # an unusual config: loading decides (and refuses)
+        layer = default_layer(n_layers) if self.requested_layer is None else int(self.requested_layer)
+        if not 0 <= layer <= n_layers:
+            raise DialevalError(f"--bertscore-layer {layer} outside 0..{n_layers} (0 = embeddings)")
+        if self.rescale and self._baseline is None:
+            self._baseline = self._find_baseline(layer)
+        return layer
+
     def signature_options(self) -> list[tuple[str, Any]]:
-        opts: list[tuple[str, Any]] = [("model", self.model_name), ("layer", self.reader.layer),
+        opts: list[tuple[str, Any]] = [("model", self.model_name), ("layer", self.layer),
                                        ("idf", "yes" if self.idf else "no")]
         if self.rescale:
             opts.append(("rescale", f"dailydialog:{self._baseline[1]}"))

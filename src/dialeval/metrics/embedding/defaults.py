@@ -26,7 +26,17 @@ DEFAULT_WORD_VECTORS = "glove-6b-50d"
 # The MiniLM vectors keep the folder name they had when they were the default, so that caches
 # built before GloVe became the default stay valid.
 MINILM_VECTORS_FOLDER = "word-vectors-default"
-VECTOR_NAMES = {"glove-6b-50d": "glove-6b-50d", "glove": "glove-6b-50d", "minilm": "minilm"}
+def _vector_names() -> dict[str, str]:
+    """The packaged GloVe's names (dialeval.models.pretrained.PRETRAINED) and `minilm`, the
+    vectors derived from MiniLM's input embeddings (not the encoder of that name)."""
+    from ...models.pretrained import PRETRAINED, pretrained_names
+
+    glove = PRETRAINED["glove"].shown
+    return {**{name: glove for name in sorted(pretrained_names("vectors"), key=lambda n: n != glove)},
+            "minilm": "minilm"}
+
+
+VECTOR_NAMES = _vector_names()
 
 
 def artifacts_root() -> str:
@@ -58,10 +68,10 @@ def minilm_vectors_path() -> str:
 
 
 def glove_vectors_path() -> str:
-    from ...models.pretrained import glove_6b_50d
+    from ...models.pretrained import pretrained_folder
 
     try:
-        return os.fspath(glove_6b_50d())
+        return pretrained_folder("glove", role="vectors")
     except DialevalError as exc:
         raise DialevalError(f"no --word-vectors given and the default GloVe 6B-50d cannot be had ({exc}); "
                             "pip install 'dialeval[embeddings]', or pass --word-vectors FILE|minilm") from None

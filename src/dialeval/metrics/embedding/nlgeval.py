@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import warnings
-from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -41,13 +40,14 @@ from .tokens import NLTK_WORD, nltk_word_tokenize, tokenize_texts  # noqa: F401 
 
 VECTOR_CASES = ("auto", "keep", "lower")
 EMBEDDING_RULES = ("dialeval", "nlgeval")
-@lru_cache(maxsize=4)
-def _vectors_for(path: str, stamp: tuple):
-    from ...progress import loading
+def _vectors_for(path: str):
+    """The vectors at `path`, held by the one cache of loaded models (keyed by the files' sizes
+    and times, so a file rewritten in place is read again)."""
+    from ...models.artifacts import open_model
     from .vectors import load_vectors
 
-    with loading(f"word vectors {os.path.basename(os.path.normpath(path))}"):
-        return load_vectors(path)
+    return open_model(path, None, load_vectors, key=("word-vectors",),
+                      what=f"word vectors {os.path.basename(os.path.normpath(path))}")
 
 
 def resolve_vectors(word_vectors: str | os.PathLike | None):
@@ -68,12 +68,7 @@ def resolve_vectors(word_vectors: str | os.PathLike | None):
         raise InputError(f"no such word-vector file (nor one of the names {', '.join(VECTOR_NAMES)})",
                          path=os.fspath(word_vectors))
     path = os.path.abspath(os.fspath(word_vectors))
-    try:
-        st = os.stat(path)
-        stamp = (st.st_size, st.st_mtime_ns)
-    except OSError:
-        stamp = ()
-    vectors = _vectors_for(path, stamp)
+    vectors = _vectors_for(path)
     if name:
         vectors.name = name
     return vectors

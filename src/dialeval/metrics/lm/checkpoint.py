@@ -146,8 +146,6 @@ def _load_lm(path: str, device: str) -> LoadedLM:
                     device=device, info=info, reference=reference, fingerprint=fingerprint)
 
 
-_CACHE: dict[tuple[str, str, str | None, str], LoadedLM] = {}
-
 # Weight dtypes (`--lm-precision`): fp32, the default, or bfloat16 (half the weights' memory; 1.8x
 # faster on a CPU with AVX512-BF16; raw values within 0.05 of fp32, Spearman 0.9998 on the holistic
 # fluency set: docs/speed.md). Log-softmax runs in fp32 either way.
@@ -163,11 +161,12 @@ def cached_lm(path: str | os.PathLike, device: str = "cpu", layout: str | None =
         raise DialevalError(f"--lm-layout {layout!r}: choose from auto, {', '.join(LAYOUTS)}")
     if precision not in PRECISIONS:
         raise DialevalError(f"--lm-precision {precision!r}: choose from {', '.join(PRECISIONS)}")
-    key = (os.path.realpath(os.fspath(path)), device, layout, precision)
-    if key not in _CACHE:
+    from ...models.artifacts import open_model
+
+    def load(folder: str) -> LoadedLM:
         import dataclasses
 
-        lm = load_lm(path, device)
+        lm = load_lm(folder, device)
         if layout is not None and layout != lm.layout:
             lm = dataclasses.replace(lm, layout=layout, _frame=None)
         if precision != "fp32":
@@ -178,5 +177,64 @@ def cached_lm(path: str | os.PathLike, device: str = "cpu", layout: str | None =
             model = copy.deepcopy(lm.model) if _gguf_target(lm.path) else lm.model   # never the shared backbone
             model.to(dtype=getattr(torch, PRECISIONS[precision]))
             lm = dataclasses.replace(lm, model=model, precision=precision, _split=None)
-        _CACHE[key] = lm
-    return _CACHE[key]
+        return lm
+
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise _fail(path, "no such model folder")
+    # the loaders verify (an adapter and a trained checkpoint are artifacts of different kinds);
+    # inside the door each file is hashed once
+    return open_model(path, None, load, key=("causal-lm", device, layout, precision))
+
+
+def peek(path: str | os.PathLike) -> dict[str, Any]:
+    """What the LM metrics' signatures and option checks read of a model (fingerprint, layout,
+    reference scores), from its manifest and small files: a run is planned without loading it.
+    Gives what `load_lm` would put on the `LoadedLM`."""
+    path = os.fspath(path)
+    from .lora import ADAPTER_WEIGHTS, _prepared_source_hash, base_identity, is_adapter, resolve_base
+
+    from ...models.artifacts import check
+
+    if is_adapter(path):
+        manifest = check(path, "lm-lora")       # verified once per process
+        if manifest is None:
+            store.verify(path, "lm-lora")        # its one-line refusal
+        from ...models.artifacts import read_json
+
+        info = read_json(path)
+        base_name = info.get("base") or read_json(path, "adapter_config.json").get("base_model_name_or_path")
+        if not base_name:
+            raise DialevalError(f"{path}: the adapter names no base model")
+        base_path = resolve_base(base_name, path)
+        sha = manifest["files"][ADAPTER_WEIGHTS]["sha256"][:12]
+        return {"fingerprint": f"{sha}+{base_identity(base_path)}{_prepared_source_hash(base_path)}",
+                "layout": info.get("layout", "plain"), "reference": _arrays(os.path.join(path, store.ARRAYS))}
+    if _gguf_target(path):
+        from ...backbones.fingerprint import model_fingerprint
+
+        if os.path.isfile(path):
+            file = path
+        else:
+            names = sorted(n for n in os.listdir(path) if n.endswith(".gguf"))
+            if len(names) != 1:
+                return {}          # loading gives the refusal
+            file = os.path.join(path, names[0])
+        return {"fingerprint": model_fingerprint(os.path.abspath(file)), "layout": "plain", "reference": {}}
+    manifest = store.read_manifest(path) if os.path.isdir(path) else None
+    if manifest is not None:
+        check(path, KIND)                         # verified once per process
+    check_causal_config(path)                     # the folder's refusals, from config.json alone
+    fingerprint = "unverified"
+    if manifest is not None:
+        weights = next((f for f in WEIGHT_FILES if f in manifest["files"]), None)
+        fingerprint = manifest["files"][weights]["sha256"][:12] if weights else "unverified"
+    return {"fingerprint": fingerprint, "layout": "plain",
+            "reference": _arrays(os.path.join(path, REFERENCE_FILE))}
+
+
+def _arrays(path: str) -> dict[str, np.ndarray]:
+    if not os.path.exists(path):
+        return {}
+    with np.load(path, allow_pickle=False) as data:
+        return {k: data[k] for k in data.files}

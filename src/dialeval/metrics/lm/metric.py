@@ -55,8 +55,9 @@ class LMScore(LMOptions, Metric):
         lm_device = check_device("lm_device", lm_device)   # before any model is read
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         if not lm_model:
-            raise DialevalError(f"metric {self.name!r} needs a language model: --lm-model DIR "
-                                "(train one with `dialeval train lm`)")
+            from ...models.artifacts import needs_model
+
+            raise needs_model(self.name, "lm_model", "a language model", "train one with `dialeval train lm`")
         if not 0 < float(lm_percentile) < 100:
             raise DialevalError(f"--lm-percentile must lie strictly between 0 and 100, got {lm_percentile}")
         self.model_dir = os.fspath(lm_model)
@@ -68,17 +69,48 @@ class LMScore(LMOptions, Metric):
                                 f"got {lm_batch_size} and {lm_token_budget}")
         self.device = lm_device
         self.context_turns = max(1, int(lm_context_turns))
-        from .checkpoint import cached_lm
+        from .checkpoint import LAYOUTS, PRECISIONS
 
-        self.lm = cached_lm(self.model_dir, self.device, lm_layout, lm_precision)
-        self.bound = None
-        if not self.raw:
-            ref = self.lm.reference.get(f"{self.kind}_raw")
+        layout = None if lm_layout in (None, "", "auto") else lm_layout
+        if layout is not None and layout not in LAYOUTS:
+            raise DialevalError(f"--lm-layout {layout!r}: choose from auto, {', '.join(LAYOUTS)}")
+        if lm_precision not in PRECISIONS:
+            raise DialevalError(f"--lm-precision {lm_precision!r}: choose from {', '.join(PRECISIONS)}")
+        self.layout_option, self.precision_option = layout, lm_precision
+        self._lm = None
+        self._peeked: dict | None = None
+        self._bound: float | None = None
+
+    # The model loads on first use (scoring); its signature and the bound come from the folder's
+    # manifest and small files (`checkpoint.peek`), so planning a run loads nothing.
+    @property
+    def lm(self):
+        if self._lm is None:
+            from .checkpoint import cached_lm
+
+            self._lm = cached_lm(self.model_dir, self.device, self.layout_option, self.precision_option)
+        return self._lm
+
+    def _peek(self) -> dict:
+        if self._peeked is None:
+            from .checkpoint import peek
+
+            self._peeked = peek(self.model_dir)
+        return self._peeked
+
+    @property
+    def bound(self) -> float | None:
+        if self.raw:
+            return None
+        if self._bound is None:
+            reference = self._lm.reference if self._lm is not None else self._peek().get("reference", {})
+            ref = reference.get(f"{self.kind}_raw")
             if ref is None or len(ref) == 0:
                 raise DialevalError(f"{self.model_dir}: no reference scores for the normalised {self.name}; "
                                     f"use {self.name}_raw, or wrap the checkpoint with "
                                     "`dialeval train lm --init DIR --max-steps 0 --corpus REFERENCE -o NEW_DIR`")
-            self.bound = float(np.percentile(ref, self.percentile))
+            self._bound = float(np.percentile(ref, self.percentile))
+        return self._bound
 
     @property
     def needs_context(self) -> bool:   # coherence reads the last context turn; fluency does not
@@ -96,7 +128,7 @@ class LMScore(LMOptions, Metric):
         from .logprob import mean_logprobs
 
         key = ("lm_raw", os.path.realpath(self.model_dir), self.device, self.kind, self.context_turns,
-               self.lm.layout, self.lm.precision)
+               self._layout(), self.precision_option)
 
         def compute() -> np.ndarray:
             if self.kind == "fluency":
@@ -119,14 +151,22 @@ class LMScore(LMOptions, Metric):
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
 
+    def _layout(self) -> str:
+        if self._lm is not None:
+            return self._lm.layout
+        return self.layout_option or self._peek().get("layout", "plain")
+
     def signature_options(self):
-        opts = [("model", f"{os.path.basename(os.path.normpath(self.model_dir))}@{self.lm.fingerprint}")]
+        fingerprint = self._lm.fingerprint if self._lm is not None else self._peek().get("fingerprint")
+        if fingerprint is None:         # a folder peek cannot name (several GGUF files): loading refuses it
+            fingerprint = self.lm.fingerprint
+        opts = [("model", f"{os.path.basename(os.path.normpath(self.model_dir))}@{fingerprint}")]
         if self.kind == "coherence":
             opts.append(("ctx", self.context_turns))
-        if self.lm.layout != "plain":
-            opts.append(("layout", self.lm.layout))
-        if self.lm.precision != "fp32":
-            opts.append(("dtype", self.lm.precision))
+        if self._layout() != "plain":
+            opts.append(("layout", self._layout()))
+        if self.precision_option != "fp32":
+            opts.append(("dtype", self.precision_option))
         if not self.raw:
             opts.append(("pct", self.percentile))
             opts.append(("bound", round(self.bound, 4)))

@@ -97,11 +97,3 @@ def shared_encoder(model_dir: str | None = None) -> FrozenEncoder:
     key = model_dir or default_encoder_dir()
     return backbone(key).attach("mme.frozen", lambda: FrozenEncoder(key, shared=True))
 
-
-def _clear_shared() -> None:
-    from ...backbones import clear_vectors
-
-    clear_vectors()
-
-
-shared_encoder.cache_clear = _clear_shared   # type: ignore[attr-defined]  (one reset rule: backbones)

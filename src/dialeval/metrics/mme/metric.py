@@ -8,6 +8,7 @@ once for FM, RM and EM together.
 
 from __future__ import annotations
 
+import os
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -34,15 +35,47 @@ class _MMEBase(Metric):
                  refs_mode: str = "multi", tokenizer: str | None = None):
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         if not mme_model:
-            raise DialevalError(f"metric {self.name!r} needs a trained model: --mme-model DIR "
-                                "(make one with `dialeval train mme`)")
+            from ...models.artifacts import needs_model
+
+            raise needs_model(self.name, "mme_model", how="make one with `dialeval train mme`")
         if mme_norm not in ("usl", "none"):
             raise DialevalError(f"unknown --mme-norm {mme_norm!r}; choose from usl, none")
-        from .model import load_cached
-
-        self.model = load_cached(mme_model)
+        self.mme_model = os.path.abspath(os.fspath(mme_model))
         self.mme_norm = mme_norm
-        self.sub_model = self.model.get(self.sub)
+        self._model = None
+        self._sub_model = None
+
+    # the folder loads on first use (scoring), never while a run is planned: see `signature_options`
+    @property
+    def model(self):
+        if self._model is None:
+            from .model import load_cached
+
+            self._model = load_cached(self.mme_model)
+        return self._model
+
+    @property
+    def sub_model(self):
+        if self._sub_model is None:
+            self._sub_model = self.model.get(self.sub)
+        return self._sub_model
+
+    def _root(self) -> dict:
+        """The folder's root record (mme.json), read without loading it; refuses a folder that
+        is not an MME folder or lacks this sub-metric, as loading would."""
+        if self._model is not None:
+            return self._model.root
+        if getattr(self, "_root_record", None) is not None:
+            return self._root_record
+        from .model import _read_root, check_folder
+
+        manifest = check_folder(self.mme_model)
+        root = _read_root(self.mme_model)
+        if self.sub not in (root.get("submetrics") or {}):
+            raise DialevalError(f"{self.mme_model}: no {self.sub} sub-metric trained "
+                                f"(train it with `dialeval train mme ... --only {self.sub}`)")
+        self._root_record, self._manifest = root, manifest
+        return root
 
     @property
     def needs_context(self) -> bool:
@@ -71,13 +104,27 @@ class _MMEBase(Metric):
         return stats[:, 0]
 
     def signature_options(self) -> list[tuple[str, Any]]:
-        opts: list[tuple[str, Any]] = [("model", self.model.fingerprint), ("norm", self.mme_norm)]
-        enc = (self.sub_model.info_ or {}).get("encoder")
+        # read once per metric object (every batch's output carries the signature)
+        if getattr(self, "_signed", None) is None:
+            self._signed = self._signature_options()
+        return list(self._signed)
+
+    def _signature_options(self) -> list[tuple[str, Any]]:
+        if self._sub_model is None:     # from the folder's small files: nothing is loaded
+            from .model import fingerprint_of, sub_signature
+
+            self._root()
+            fingerprint = self._model.fingerprint if self._model is not None else fingerprint_of(self._manifest)
+            enc, own = sub_signature(self.mme_model, self.sub)
+        else:
+            fingerprint = self.model.fingerprint
+            enc = (self.sub_model.info_ or {}).get("encoder")
+            own = list(self.sub_model.signature_options()) if hasattr(self.sub_model, "signature_options") else []
+        opts: list[tuple[str, Any]] = [("model", fingerprint), ("norm", self.mme_norm)]
         if enc:
             opts.append(("encoder", enc))
         # the fine-tuned variant adds its mode and tuned weights; the frozen default adds nothing
-        if hasattr(self.sub_model, "signature_options"):
-            opts.extend(self.sub_model.signature_options())
+        opts.extend(own)
         return opts
 
 
@@ -105,7 +152,7 @@ class MMETopicCoherence(_MMEBase):
         from .topic import GRAPH_SIGNATURE
 
         # the graph is built from the training corpus: its recipe and that corpus's hash
-        return super().signature_options() + [("graph", f"{GRAPH_SIGNATURE}@{corpus_id(self.model.root, 'tcm')}")]
+        return super().signature_options() + [("graph", f"{GRAPH_SIGNATURE}@{corpus_id(self._root(), 'tcm')}")]
 
 
 class MMEEngagement(_MMEBase):
@@ -129,7 +176,7 @@ class _MMESpecificity(_MMEBase):
         from .model import corpus_id
 
         # the masked LM is trained on the training corpus: named by that corpus's hash
-        return super().signature_options() + [("mlm", f"tiny-bert@{corpus_id(self.model.root, 'sm')}"),
+        return super().signature_options() + [("mlm", f"tiny-bert@{corpus_id(self._root(), 'sm')}"),
                                               ("variant", self.variant)]
 
 

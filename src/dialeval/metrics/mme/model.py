@@ -13,11 +13,11 @@ import hashlib
 import json
 import os
 import time
-from functools import lru_cache
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from ...errors import DialevalError
 from ...models.estimator import Estimator
+from ...models import store
 from ...models.store import read_manifest, verify
 
 KIND = "mme"
@@ -261,9 +261,11 @@ class MMEModel:
 
     def __init__(self, folder: str):
         self.folder = os.path.abspath(folder)
-        manifest = verify(self.folder, KIND)
+        with store.verified() as checked:
+            manifest = verify(self.folder, KIND)
+            self._checked = dict(checked)     # the sub-metrics' files, hashed here once
         self.root = _read_root(self.folder)
-        self.fingerprint = hashlib.sha256(json.dumps(manifest["files"], sort_keys=True).encode()).hexdigest()[:12]
+        self.fingerprint = fingerprint_of(manifest)
         self._models: dict[str, Any] = {}
 
     def has(self, name: str) -> bool:
@@ -274,23 +276,52 @@ class MMEModel:
             if not self.has(name):
                 raise DialevalError(f"{self.folder}: no {name} sub-metric trained "
                                     f"(train it with `dialeval train mme ... --only {name}`)")
-            self._models[name] = _classes()[name].load(os.path.join(self.folder, name))
+            with store.verified(self._checked):
+                self._models[name] = _classes()[name].load(os.path.join(self.folder, name))
         return self._models[name]
 
 
-@lru_cache(maxsize=4)
-def _load_cached(folder: str, stamp: str) -> MMEModel:
-    from ...progress import loading
+def fingerprint_of(manifest: Mapping[str, Any]) -> str:
+    """What MME signatures have always named the folder by: a hash of its manifest's file table."""
+    return hashlib.sha256(json.dumps(manifest["files"], sort_keys=True).encode()).hexdigest()[:12]
 
-    with loading(f"MME-CRS model {folder}"):
-        return MMEModel(folder)
+
+def check_folder(folder: str) -> dict:
+    """The folder's manifest, refused with one line when it is not an MME folder or is damaged."""
+    from ...models.artifacts import check
+
+    manifest = read_manifest(folder) if os.path.isdir(folder) else None
+    if manifest is None:
+        raise DialevalError(f"{folder}: not an MME model folder (no manifest.json); "
+                            "make one with `dialeval train mme`")
+    return check(folder, KIND)      # every file hashed once per process; loading hashes nothing again
 
 
 def load_cached(folder: str) -> MMEModel:
-    """One MMEModel per folder and manifest state per process (re-verified when it changes)."""
-    manifest = os.path.join(os.path.abspath(folder), "manifest.json")
-    stamp = str(os.path.getmtime(manifest)) if os.path.exists(manifest) else ""
-    if not os.path.isdir(folder) or read_manifest(folder) is None:
-        raise DialevalError(f"{folder}: not an MME model folder (no manifest.json); "
-                            "make one with `dialeval train mme`")
-    return _load_cached(os.path.abspath(folder), stamp)
+    """The MME folder through the one door for trained models (verified once per content)."""
+    from ...models.artifacts import open_model
+
+    folder = os.path.abspath(folder)
+    if not os.path.isfile(os.path.join(folder, "manifest.json")):
+        check_folder(folder)        # its one-line refusal
+    return open_model(folder, KIND, MMEModel, what=f"MME-CRS model {folder}")
+
+
+def sub_signature(folder: str, sub: str) -> tuple[str | None, list[tuple[str, Any]]]:
+    """(encoder entry, the sub-metric's own signature options) as a loaded sub-metric gives them,
+    read from its config.json: a run is planned without loading MME."""
+    from ...models.artifacts import read_json
+
+    config = read_json(os.path.join(folder, sub))
+    params, state = config.get("params") or {}, config.get("state") or {}
+    encoder = (state.get("info_") or {}).get("encoder")
+    opts: list[tuple[str, Any]] = []
+    if hasattr(_classes()[sub], "signature_options"):
+        import inspect
+
+        defaults = {k: p.default for k, p in inspect.signature(_classes()[sub]).parameters.items()}
+        mode = params.get("encoder_mode", defaults.get("encoder_mode", "frozen"))
+        if mode != "frozen":
+            layers = params.get("finetune_layers", defaults.get("finetune_layers"))
+            opts.append(("encoder_mode", f"finetune-top{layers}"))
+    return encoder, opts

@@ -6,14 +6,15 @@
   dialogue and a response or reference as a one-utterance dialogue, and the context encoder's
   last state is the vector (the paper's rule).
 
-Vectors are cached per distinct input within the process, so a reference shared by many
-candidates, or a context shared by all systems, is encoded once.
+Vectors are remembered per distinct input, so a reference shared by many candidates, or a
+context shared by all systems, is encoded once. They live as long as their model stays loaded:
+MiniLM's with its backbone (dialeval.backbones), the hierarchical encoder's with the encoder in
+the one cache of trained models (dialeval.models.artifacts); `clear_vectors` forgets both.
 """
 
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -64,6 +65,9 @@ class HredEncoder:
         self.model = load_encoder(self.directory, device)
         self._cache: dict[tuple[str, ...], np.ndarray] = {}
 
+    def clear_vectors(self) -> None:
+        self._cache.clear()
+
     def encode_contexts(self, contexts: Sequence[Sequence[str]]) -> np.ndarray:
         keys = [tuple(list(c)[-self.model.max_turns:]) for c in contexts]
         missing = [k for k in dict.fromkeys(keys) if k not in self._cache]
@@ -94,9 +98,21 @@ def parse_encoder_spec(spec: str) -> tuple[str, str | None]:
     return kind, path or None
 
 
-@lru_cache(maxsize=4)
 def make_encoder(spec: str, context_turns: int = 3, device: str | None = None):
+    """The encoder named by `spec`; the loaded model behind it is shared (a backbone, or the
+    hierarchical encoder held by the one cache of trained models)."""
     kind, path = parse_encoder_spec(spec)
     if kind == "minilm":
         return MiniLMEncoder(path, context_turns)
-    return HredEncoder(path, device)
+    from ....models.artifacts import open_model
+
+    return open_model(path, None, lambda folder: HredEncoder(folder, device), key=("hred-encoder", device))
+
+
+def clear_vectors() -> None:
+    """Forget every remembered vector (MiniLM's and the hierarchical encoders'); models stay."""
+    from ....backbones import clear_vectors as clear_backbone_vectors
+    from ....models.artifacts import clear_vectors as clear_model_vectors
+
+    clear_backbone_vectors()
+    clear_model_vectors()

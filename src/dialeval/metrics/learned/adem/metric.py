@@ -12,7 +12,6 @@ and keeps the best. `c_adem` reads no reference.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -21,22 +20,36 @@ from ....errors import DialevalError
 from ...base import Batch, Metric
 
 
-@lru_cache(maxsize=4)
-def _load(directory: str, stamp: float):
-    from ....progress import loading
+def load_model(directory: str | os.PathLike):
+    """The ADEM model in `directory`, through the one door for trained models."""
+    from ....models.artifacts import open_model
     from .model import Adem
 
-    with loading(f"ADEM model {directory}"):
-        return Adem.load(directory)
-
-
-def load_model(directory: str | os.PathLike):
     directory = os.path.abspath(os.fspath(directory))
     if not os.path.isdir(directory):
         raise DialevalError(f"{directory}: no such ADEM model folder")
-    manifest = os.path.join(directory, "manifest.json")
-    stamp = os.path.getmtime(manifest) if os.path.exists(manifest) else 0.0
-    return _load(directory, stamp)
+    return open_model(directory, Adem.kind, Adem.load, what=f"ADEM model {directory}")
+
+
+def signature_of(directory: str, manifest: dict | None = None, config: dict | None = None) -> list[tuple[str, Any]]:
+    """What a loaded model's signature names (model hash, encoder, preset, PCA size), read from
+    its manifest, config.json and one array header: a run is planned without loading ADEM."""
+    from ....models import artifacts
+
+    directory = os.path.abspath(directory)
+    files = (manifest if manifest is not None else artifacts.manifest(directory) or {}).get("files", {})
+    digest = (files.get("arrays.npz") or {}).get("sha256", "")[:12]
+    config = config if config is not None else artifacts.read_json(directory)
+    params, state = config.get("params") or {}, config.get("state") or {}
+    encoder = state.get("encoder_fingerprint_")
+    if encoder is None:
+        from .model import BUNDLED_ENCODER
+
+        encoder = str(params.get("encoder", "minilm"))
+        if encoder.startswith("hred:") and os.path.isdir(os.path.join(directory, BUNDLED_ENCODER)):
+            encoder = f"hred:{os.path.join(directory, BUNDLED_ENCODER)}"
+    return [("model", f"{os.path.basename(os.path.normpath(directory))}:{digest}"),
+            ("encoder", encoder), ("preset", params.get("preset", "paper")), ("pca", artifacts.array_shape(directory, "M_")[0])]
 
 
 class AdemScore(Metric):
@@ -61,26 +74,56 @@ class AdemScore(Metric):
     @property
     def model(self):
         if self._model is None:
-            if self.adem_model is None:
-                raise DialevalError(f"metric {self.name} needs a trained model: --adem-model DIR "
-                                    "(train one with `dialeval train adem`)")
+            self._check_given()
             model = load_model(self.adem_model)
-            if model.variant != self.name:
-                raise DialevalError(f"{self.adem_model}: holds a {model.variant} model; score it with "
-                                    f"--metrics {model.variant}, or train a {self.name} model "
-                                    f"(`dialeval train adem --variant {self.name}`)")
+            self._check_variant(model.variant)
             self._model = model
         return self._model
 
-    def signature_options(self) -> list[tuple[str, Any]]:
-        from ....models.store import read_manifest
+    def _check_given(self) -> None:
+        if self.adem_model is None:
+            from ....models.artifacts import needs_model
 
-        m = self.model
-        manifest = read_manifest(os.path.abspath(self.adem_model)) or {}
-        digest = (manifest.get("files", {}).get("arrays.npz") or {}).get("sha256", "")[:12]
-        return [("model", f"{os.path.basename(os.path.normpath(self.adem_model))}:{digest}"),
-                ("encoder", getattr(m, "encoder_fingerprint_", m.encoder)), ("preset", m.preset),
-                ("pca", int(m.M_.shape[0]))]
+            raise needs_model(self.name, "adem_model", how="train one with `dialeval train adem`")
+
+    def _peek(self) -> tuple[dict, dict]:
+        """The refusals loading would give (no folder, no manifest, another variant), from the
+        folder's small files alone."""
+        from ....models.artifacts import check, read_json
+        from .model import KIND
+
+        self._check_given()
+        directory = os.path.abspath(self.adem_model)
+        if not os.path.isdir(directory):
+            raise DialevalError(f"{directory}: no such ADEM model folder")
+        manifest = check(directory, KIND)         # verified once for the process; loading hashes nothing again
+        if manifest is None:
+            from ....models.store import verify
+
+            verify(directory, KIND)               # its one-line refusal of a folder without a manifest
+        config = read_json(directory)
+        variant = (config.get("params") or {}).get("variant")
+        if variant is not None:
+            self._check_variant(variant)
+        return manifest, config
+
+    def _check_variant(self, variant: str) -> None:
+        if variant != self.name:
+            raise DialevalError(f"{self.adem_model}: holds a {variant} model; score it with "
+                                f"--metrics {variant}, or train a {self.name} model "
+                                f"(`dialeval train adem --variant {self.name}`)")
+
+    def signature_options(self) -> list[tuple[str, Any]]:
+        # read once per metric object (every batch's output carries the signature)
+        if getattr(self, "_signed", None) is None:
+            if self._model is None:
+                self._signed = signature_of(self.adem_model, *self._peek())
+            else:
+                m = self._model
+                self._signed = signature_of(self.adem_model)[:1] + [
+                    ("encoder", getattr(m, "encoder_fingerprint_", m.encoder)), ("preset", m.preset),
+                    ("pca", int(m.M_.shape[0]))]
+        return list(self._signed)
 
     def multi_stats(self, batch: Batch) -> np.ndarray:
         m = self.model
