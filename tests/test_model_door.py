@@ -92,7 +92,7 @@ def test_the_fingerprint_is_the_manifests_hash(tmp_path):
 
 @pytest.mark.parametrize("metric,flag", [("adem", "--adem-model"), ("mme_fm", "--mme-model"),
                                          ("am", "--amfm-model"), ("lm_fluency", "--lm-model"),
-                                         ("compose", "--compose-model")])
+                                         ("compose", "--compose-model"), ("deep_fm", "--lm-model")])
 def test_one_needs_a_model_refusal(metric, flag):
     from dialeval.metrics.registry import build_metric
 
@@ -150,6 +150,11 @@ def _plan_loads_nothing_and_signs_as_loaded(names, **options):
 
 def test_lm_metrics_are_planned_without_loading(tiny_lm):
     _plan_loads_nothing_and_signs_as_loaded(["lm_coherence", "lm_fluency_raw"], lm_model=tiny_lm)
+
+
+def test_deep_amfm_is_planned_without_loading(tiny_lm):
+    pytest.importorskip("sentence_transformers")
+    _plan_loads_nothing_and_signs_as_loaded(["deep_fm", "deep_amfm"], lm_model=tiny_lm)
 
 
 def test_adem_is_planned_without_loading(tmp_path):

@@ -144,17 +144,21 @@ class _SentenceHalf:
 
 
 class _LMHalf:
-    """Deep FM over a causal LM (loaded as the LM metrics load theirs), each text scored once."""
+    """Deep FM over a causal LM (loaded as the LM metrics load theirs), each text scored once.
+
+    As in `LMScore`, the model loads on first use (scoring); the signature and the memo key come
+    from the folder's manifest and small files (`checkpoint.peek`), so planning loads nothing."""
 
     def __init__(self, lm_model: str | os.PathLike | None, batch_size: int, device: str, layout: str,
                  fm_refs: str, metric: str, token_budget: int = TOKEN_BUDGET,
                  precision: str = "fp32"):
         if not lm_model:
-            raise DialevalError(f"metric {metric!r} needs a language model: --lm-model DIR "
-                                "(train one with `dialeval train lm`)")
+            from ...models.artifacts import needs_model
+
+            raise needs_model(metric, "lm_model", "a language model", "train one with `dialeval train lm`")
         if fm_refs not in FM_REFS:
             raise DialevalError(f"unknown --fm-refs {fm_refs!r}; choose from {', '.join(FM_REFS)}")
-        from .checkpoint import cached_lm
+        from .checkpoint import LAYOUTS, PRECISIONS
 
         self.model_dir = os.fspath(lm_model)
         self.batch_size = int(batch_size)
@@ -164,12 +168,42 @@ class _LMHalf:
                                 f"got {batch_size} and {token_budget}")
         self.device = device
         self.fm_refs = fm_refs
-        self.lm = cached_lm(self.model_dir, device, layout, precision)
+        layout = None if layout in (None, "", "auto") else layout
+        if layout is not None and layout not in LAYOUTS:
+            raise DialevalError(f"--lm-layout {layout!r}: choose from auto, {', '.join(LAYOUTS)}")
+        if precision not in PRECISIONS:
+            raise DialevalError(f"--lm-precision {precision!r}: choose from {', '.join(PRECISIONS)}")
+        self.layout_option, self.precision_option = layout, precision
+        self._lm = None
+        self._peeked: dict | None = None
         self._known: OrderedDict[str, float] = OrderedDict()
 
+    @property
+    def lm(self):
+        if self._lm is None:
+            from .checkpoint import cached_lm
+
+            self._lm = cached_lm(self.model_dir, self.device, self.layout_option, self.precision_option)
+        return self._lm
+
+    def _peek(self) -> dict:
+        if self._peeked is None:
+            from .checkpoint import peek
+
+            self._peeked = peek(self.model_dir)
+        return self._peeked
+
+    def layout(self) -> str:
+        if self._lm is not None:
+            return self._lm.layout
+        return self.layout_option or self._peek().get("layout", "plain")
+
     def tag(self) -> str:
-        dtype = "" if self.lm.precision == "fp32" else f"+{self.lm.precision}"
-        return f"{os.path.basename(os.path.normpath(self.model_dir))}@{self.lm.fingerprint}{dtype}"
+        fingerprint = self._lm.fingerprint if self._lm is not None else self._peek().get("fingerprint")
+        if fingerprint is None:         # a folder peek cannot name (several GGUF files): loading refuses it
+            fingerprint = self.lm.fingerprint
+        dtype = "" if self.precision_option == "fp32" else f"+{self.precision_option}"
+        return f"{os.path.basename(os.path.normpath(self.model_dir))}@{fingerprint}{dtype}"
 
     def fluency(self, texts: Sequence[str]) -> np.ndarray:
         """Mean log-probability per token of each text (NaN for an empty one), each distinct
@@ -198,7 +232,7 @@ class _LMHalf:
             ref = self.fluency(flat)
             return reduce_pairs(pair_ratio(hyp[owner], ref), owner, n, self.fm_refs)
 
-        key = ("deep_fm", os.path.realpath(self.model_dir), self.device, self.lm.layout, self.lm.precision,
+        key = ("deep_fm", os.path.realpath(self.model_dir), self.device, self.layout(), self.precision_option,
                self.fm_refs)
         return batch.memo(key, compute)
 

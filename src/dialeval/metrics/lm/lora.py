@@ -41,8 +41,6 @@ KIND = "lm-lora"
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-# packaged backbones an adapter may name instead of a path (dialeval.models.pretrained)
-PACKAGED_BASES = {"smollm2-135m": "smollm2", "smollm2-135m-instruct": "smollm2", "smollm2": "smollm2"}
 
 
 @dataclass
@@ -74,17 +72,17 @@ def is_adapter(path: str) -> bool:
 
 def resolve_base(name: str, adapter_dir: str | None = None) -> str:
     """A base model folder from an adapter's base name: a path (absolute, or relative to the
-    adapter folder) or a packaged backbone name."""
-    if name in PACKAGED_BASES:
-        from ...models.pretrained import PREPARERS
+    adapter folder) or the name of a packaged causal LM (`models.pretrained`'s one table)."""
+    from ...models.pretrained import pretrained, pretrained_folder, pretrained_names
 
-        return str(PREPARERS[PACKAGED_BASES[name]]())
+    if pretrained(name, role="causal-lm") is not None:
+        return pretrained_folder(name, "causal-lm")
     candidates = [name] if os.path.isabs(name) else [os.path.join(adapter_dir or "", name), name]
     for candidate in candidates:
         if os.path.exists(candidate):
             return os.path.abspath(candidate)
     raise DialevalError(f"{adapter_dir or name}: the adapter's base model {name!r} is neither a folder "
-                        f"nor a packaged backbone ({', '.join(sorted(PACKAGED_BASES))})")
+                        f"nor a packaged backbone ({', '.join(sorted(pretrained_names('causal-lm')))})")
 
 
 def base_identity(path: str) -> str:
