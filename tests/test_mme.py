@@ -308,3 +308,38 @@ def test_cli_train_only_and_score(tiny_model, tmp_path, capsys):
     assert main(["score", str(inp), "--metrics", "mme_rm", "--mme-model", str(out)]) == 2
     assert "no rm sub-metric" in capsys.readouterr().err
     assert main(["train", "mme", "--corpus", str(corpus), "-o", str(out), "--only", "xx"]) == 2
+
+
+def test_rm_hard_negatives_join_the_random_ones(tmp_path):
+    """With hard negatives RM trains on its paper rows (a positive and a median random negative
+    per pair) plus one probe-family negative for a seeded share of the pairs, the families
+    taken in turn; every hard negative is labelled 0 and a parrot never equals its response.
+    Without them the paper's rows are what they were (the hard negatives draw from their own
+    random stream), and a family that cannot be made per pair is refused."""
+    pytest.importorskip("torch")
+    try:
+        from dialeval.metrics.mme.encoder import default_encoder_dir
+
+        default_encoder_dir()
+    except DialevalError as exc:
+        pytest.skip(f"no default encoder: {exc}")
+    from dialeval.metrics.mme.data import read_dialogues
+    from dialeval.metrics.mme.relevance import RelevanceModel
+
+    dialogues = read_dialogues(str(_corpus(tmp_path / "dialogues_train.txt", n=30)))
+    plain = RelevanceModel(max_examples=120, epochs=2, seed=0).fit(dialogues)
+    hard = RelevanceModel(max_examples=120, epochs=2, seed=0, hard_negatives="parrot,loop",
+                          hard_share=0.5).fit(dialogues)
+    pairs = plain.info_["pairs"]
+    assert plain.info_["examples"] == 2 * pairs and "hard_negatives" not in plain.info_
+    made = hard.info_["hard_negatives"]
+    assert set(made) == {"parrot", "loop"} and 0 < sum(made.values()) <= pairs
+    assert hard.info_["examples"] == 2 * pairs + sum(made.values())
+    assert hard.info_["positives"] == plain.info_["positives"] == pairs
+    picked = RelevanceModel(max_examples=120, seed=0, hard_negatives="parrot,loop", hard_share=0.5)
+    from dialeval.metrics.mme.data import pairs_of
+
+    again = picked._hard_negatives(pairs_of(dialogues)[:pairs], dialogues)
+    assert again == picked._hard_negatives(pairs_of(dialogues)[:pairs], dialogues)      # seeded
+    with pytest.raises(DialevalError, match="cannot be made per pair"):
+        RelevanceModel(max_examples=120, hard_negatives="other_item").fit(dialogues)

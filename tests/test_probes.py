@@ -334,3 +334,36 @@ def test_cli_on_a_public_data_set(tmp_path, capsys):
     # the folder holding every set's folder works too
     assert main(["probe", "--dataset", "usr-tc", "--data-root", str(DATA), "--metrics", "bleu2",
                  "--families", "truncate", "--limit", "5", "--json"]) == 0
+
+
+# --- training negatives (data/variants.py) ---------------------------------------------------
+def test_bland_replies_are_frequent_short_replies_never_the_probes_own():
+    from dialeval.data.variants import GENERIC, bland_replies
+
+    corpus = (["Thanks ."] * 5 + ["I see ."] * 3 + ["ok ."] * 9 + ["What do you mean ?"] * 7
+              + ["Here you are ."] * 3 + ["a much longer reply with many words in it ."] * 20)
+    got = bland_replies(corpus, top=3)
+    # "ok ." and "What do you mean ?" read as the probes' "ok." and "what do you mean?": left out;
+    # the long reply is not short; ties ("I see ." and "Here you are .", 3 each) in first-seen order
+    assert got == ["Thanks .", "I see .", "Here you are ."]
+    assert not {g.replace(" ", "") for g in got} & {g.replace(" ", "") for g in GENERIC}
+
+
+def test_training_variant_families_by_hand():
+    from dialeval.data.variants import training_variant
+
+    ctx, resp = ["do you like jazz ?"], "yes , i play the saxophone every day"
+    assert training_variant("parrot", ctx, resp, 0, 0) == "do you like jazz ?"
+    # the response's first two tokens repeated to its length (8 whitespace tokens)
+    assert training_variant("loop", ctx, resp, 0, 0) == "yes , yes , yes , yes ,"
+    assert training_variant("truncate", ctx, resp, 0, 0) == "yes ,"
+    assert training_variant("empty", ctx, resp, 0, 0) == ""
+    # generic comes from the given pool, seeded; never the response itself
+    pool = ["Thanks .", "yes , i play the saxophone every day"]
+    assert training_variant("generic", ctx, resp, 0, 3, bland=pool) == "Thanks ."
+    # a parrot of a response that is its context's last turn is no negative
+    assert training_variant("parrot", ["same words"], "same words", 0, 0) is None
+    with pytest.raises(DialevalError, match="not a training-negative family"):
+        training_variant("other_item", ctx, resp, 0, 0)
+    with pytest.raises(DialevalError, match="bland replies"):
+        training_variant("generic", ctx, resp, 0, 0)

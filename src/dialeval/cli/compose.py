@@ -80,7 +80,7 @@ def cmd_fit_compose(args) -> int:
     options = {k: v for k, v in metric_options(args).items() if not k.startswith("compose_")}
     model = ComposeModel(**estimator_kwargs(args, args._estimator_flags))
     model.check_params()           # a bad setting is refused before the sets are scored
-    devsets, signatures = [], {}
+    devsets, signatures, negatives = [], {}, {}
     for spec in args.data:
         name, path = parse_data_spec(spec)
         samples = load_devset_samples(name, path, args.exclude_system)
@@ -89,13 +89,21 @@ def cmd_fit_compose(args) -> int:
         result = score(samples, metrics, refs_mode=args.refs_mode, tokenizer=args.tokenize, **options)
         signatures.update(result.signatures)
         devsets.append(DevSet.from_samples(name, result.samples, result.sentence))
+        if model.negative_share > 0:
+            from dialeval.meta.probes import negative_samples
+
+            made = negative_samples(samples, args.negatives, seed=model.seed)
+            print(f"fit compose: scoring {len(made)} training negatives of {name} ({args.negatives})",
+                  file=sys.stderr)
+            negatives[name] = score(made, metrics, refs_mode=args.refs_mode, tokenizer=args.tokenize,
+                                    **options).sentence
     if len({d.name for d in devsets}) != len(devsets):
         raise DialevalError("--data: two development sets share a name")
     qualities = None
     if args.quality and args.quality != "all":
         qualities = [q.strip() for q in args.quality.split(",") if q.strip()]
     record = recorded_options({**options, "refs_mode": args.refs_mode, "tokenizer": args.tokenize})
-    model.fit(devsets, metrics, qualities, metric_options=record, signatures=signatures)
+    model.fit(devsets, metrics, qualities, metric_options=record, signatures=signatures, negatives=negatives)
     folder = model.save(args.output)
     summary = model.describe()
     if args.plot:
@@ -154,6 +162,10 @@ TRAIN_COMMANDS = [TrainCommand(
         Argument("-o", "--output", required=True, help="artifact folder to write"),
         # the composition's settings, from ComposeModel's constructor (ridge's alphas stay a library option)
         Options(exclude=("alphas",)),
+        Argument("--negatives", default="empty,parrot,other_item,loop", metavar="FAMILIES",
+                 help="with --negative-share: the probe families made as training negatives, from the "
+                      "items outside the top 40%% by overall (which `dialeval probe` tests) "
+                      "(default: empty,parrot,other_item,loop)"),
         Argument("--exclude-system", action="append",
                  help="leave out a system's responses wherever present (e.g. 'Original Ground Truth')"),
         Argument("--plot", metavar="PNG", help="also draw the weights (quality x metric) as a heatmap"),

@@ -202,6 +202,60 @@ def make_variants(samples: Iterable[Any], families: Iterable[str] | str | None =
     return out
 
 
+# --- training negatives ---------------------------------------------------------------------
+# Families that a trainer can make for one item on its own (other_item needs the whole set, and
+# a trainer has its own random negatives for it).
+TRAINABLE = tuple(f for f in FAMILIES if f != "other_item")
+
+
+def _bland_key(text: str) -> str:
+    """How two bland replies are compared: lower case, no space before punctuation."""
+    out = " ".join(text.lower().split())
+    for mark in ".,!?;:'":
+        out = out.replace(" " + mark, mark)
+    return out
+
+
+def bland_replies(responses: Iterable[str], top: int = 50, max_words: int = 4) -> list[str]:
+    """The `top` most frequent short responses of a training corpus (ties in first-seen order),
+    leaving out every reply that reads as one of the probes' `GENERIC` ones: a learned metric
+    trained on "generic" negatives learns them from its own corpus, so that the probe's generic
+    column is a test of what it learned and not of texts it saw."""
+    probe = {_bland_key(g) for g in GENERIC}
+    counts: dict[str, int] = {}
+    first: dict[str, str] = {}
+    for text in responses:
+        if not text.strip() or len(text.split()) > max_words:
+            continue
+        key = _bland_key(text)
+        if key in probe:
+            continue
+        counts[key] = counts.get(key, 0) + 1
+        first.setdefault(key, text.strip())
+    ranked = sorted(counts, key=lambda k: -counts[k])     # stable: ties keep first-seen order
+    return [first[k] for k in ranked[:top]]
+
+
+def training_variant(family: str, context: Sequence[str], response: str, seed: int, item: int,
+                     bland: Sequence[str] = ()) -> str | None:
+    """One training negative of `family` for a (context, response) pair, or None where the
+    family cannot make one or the result reads as the response. As the probes make them, except
+    "generic", drawn from `bland` (a corpus's own bland replies, `bland_replies`), never from
+    the probes' list."""
+    if family not in TRAINABLE:
+        raise DialevalError(f"{family!r} is not a training-negative family (valid: {', '.join(TRAINABLE)})")
+    sample = Sample(id=str(item), response=response, context=list(context))
+    if family == "generic":
+        if not bland:
+            raise DialevalError("generic training negatives need a corpus's bland replies (bland_replies)")
+        made = _choice(bland, response, _rng(seed, family, item))
+    else:
+        made = _variant(family, sample, seed, item)
+    if made is None or _norm(made) == _norm(response) or _bland_key(made) == _bland_key(response):
+        return None
+    return made
+
+
 def _variant(family: str, sample: Sample, seed: int, item: int) -> str | None:
     response = sample.response
     if family == "empty":

@@ -301,6 +301,38 @@ def probe(samples: Iterable[Any], metrics: Sequence[Any] | str, *, families: Ite
                        item_outcomes=item_outcomes, scores=result, notes=list(result.notes))
 
 
+# --- training negatives for a fit on rated data -------------------------------------------------
+
+TRAINING_FAMILIES = ("empty", "parrot", "other_item", "loop")
+DEFAULT_PROBED_TOP = "overall:0.4"
+
+
+def negative_samples(samples: Sequence[Sample], families: Iterable[str] | str = TRAINING_FAMILIES, *,
+                     keep_out_top: Any = DEFAULT_PROBED_TOP, seed: int = 0) -> list[Sample]:
+    """Degenerate variants of rated items, to train a learned metric against (`fit compose
+    --negative-share`). They are made only from the items *outside* `keep_out_top` (by default
+    the top 40% by overall, the items `dialeval probe` tests; a set that does not rate the
+    quality gives all its items), so a probe never meets a variant of an item whose variants
+    were trained on. Each variant keeps its item's id, context and references; its system
+    names the family (`probe:<family>`)."""
+    items = list(samples)
+    wanted = parse_top(keep_out_top)
+    if wanted is not None and items:
+        quality, fraction = wanted
+        values = np.array([s.human(quality) for s in items], dtype=np.float64)
+        rated = np.isfinite(values)
+        if rated.any():
+            k = max(1, math.ceil(fraction * int(rated.sum()) - 1e-9))
+            threshold = np.sort(values[rated])[::-1][k - 1]
+            items = [s for s, v, r in zip(items, values, rated) if r and v < threshold]
+    made = make_variants(items, families, seed)
+    out = []
+    for family, texts in made.items():
+        out += [_probe_sample(s, i, text, system_name(family)) for i, (s, text) in enumerate(zip(items, texts))
+                if text is not None]
+    return out
+
+
 def _probe_sample(sample: Sample, item: int, response: str, system: str) -> Sample:
     """A sample to score: the item's id, context and references with `response`."""
     return Sample(id=sample.id, response=response, context=list(sample.context),
@@ -308,6 +340,6 @@ def _probe_sample(sample: Sample, item: int, response: str, system: str) -> Samp
                   meta={"probe_item": item, "probe_system": sample.system})
 
 
-__all__ = ["FAMILIES", "FAMILY_HELP", "GENERIC", "PUNCTUATION", "ProbeResult", "check_families",
-           "make_variants", "outcomes", "parse_top", "probe", "select_items", "share_ci",
+__all__ = ["FAMILIES", "FAMILY_HELP", "GENERIC", "PUNCTUATION", "ProbeResult", "TRAINING_FAMILIES",
+           "check_families", "make_variants", "negative_samples", "outcomes", "parse_top", "probe", "select_items", "share_ci",
            "system_name", "transliterate"]

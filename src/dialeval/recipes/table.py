@@ -70,7 +70,8 @@ def _compose(sets: list[tuple[str, str]], metrics: str) -> Callable[[str, str], 
     def argv(root: str, out: str) -> list[str]:
         data = [a for name, folder in sets for a in ("--data", f"{name}:{os.path.join(root, folder)}")]
         return ["fit", "compose", "--method", "ridge", "--positive", *data, "--metrics", metrics,
-                "--quality", "overall", "--exclude-system", "Original Ground Truth", "--seed", "0", "-o", out]
+                "--quality", "overall", "--exclude-system", "Original Ground Truth",
+                "--negative-share", "0.25", "--negatives", "empty,parrot,other_item,loop", "--seed", "0", "-o", out]
     return argv
 
 
@@ -87,7 +88,9 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            "CC BY-NC-SA 4.0 (DailyDialog); Predictive Engagement: see docs/datasets.md",
            lambda root, out: ["train", "mme", "--corpus", _dd(root), "--engagement",
                               os.path.join(root, "predictive-engagement"), "--max-examples", "3000",
-                              "--sm-sentences", "10000", "--seed", "0", "--quiet", "-o", out],
+                              "--sm-sentences", "10000", "--rm-max-examples", "20000",
+                              "--rm-hard-negatives", "parrot,loop,generic", "--rm-hard-share", "0.2",
+                              "--seed", "0", "--quiet", "-o", out],
            needs=("dailydialog", "predictive-engagement")),
     # The holistic paper fine-tuned GPT-2 on DailyDialog; this fine-tunes SmolLM2-135M-Instruct
     # (installed by install.sh) with a LoRA adapter, in the chat frame chosen on DailyDialog

@@ -141,6 +141,8 @@ class ComposeModel(Estimator):
         positive: ridge: coefficients held at zero or above, so that a member can add to the
             score but never count against it (a negative weight learned on some corpora is what
             fails to carry over to a new one: docs/compose.md)
+        negative_share: ridge: degenerate responses (probe families) per rated item of a set,
+            trained at the set's lowest rating (0: none; docs/compose.md)
     """
 
     kind = "compose"
@@ -149,8 +151,9 @@ class ComposeModel(Estimator):
                  scaling: Literal["minmax", "percentile", "none"] = "minmax",
                  clip_percentile: float = 5.0, max_items: int = 0, min_items: int = 5,
                  seed: int = 0, alphas: Sequence[float] | None = None, consistent: bool = False,
-                 positive: bool = False):
+                 positive: bool = False, negative_share: float = 0.0):
         self.method = method
+        self.negative_share = negative_share
         self.consistent = consistent
         self.positive = positive
         self.p = p
@@ -176,6 +179,11 @@ class ComposeModel(Estimator):
         if self.positive and self.method != "ridge":
             raise DialevalError(f"positive applies to ridge coefficients; method {self.method!r} "
                                 "weighs with non-negative weights already")
+        if not 0 <= float(self.negative_share) <= 10:
+            raise DialevalError(f"negative_share must lie in [0, 10], got {self.negative_share}")
+        if float(self.negative_share) > 0 and self.method != "ridge":
+            raise DialevalError(f"negative_share applies to ridge; method {self.method!r} weighs by "
+                                "correlations, which training negatives do not change")
         if self.consistent and self.method == "ridge":
             raise DialevalError("the consistent rule applies to crs and avg weights, not to ridge "
                                 "(use positive to keep ridge coefficients >= 0)")
@@ -184,12 +192,14 @@ class ComposeModel(Estimator):
     def fit(self, devsets: Sequence[DevSet], metrics: Sequence[str] | None = None,
             qualities: Sequence[str] | None = None, *,
             metric_options: Mapping[str, Any] | None = None,
-            signatures: Mapping[str, str] | None = None) -> "ComposeModel":
+            signatures: Mapping[str, str] | None = None,
+            negatives: Mapping[str, Mapping[str, Sequence[float]]] | None = None) -> "ComposeModel":
         """Learn scaling and per-quality weights (or ridge coefficients) from `devsets`.
 
         `metrics` defaults to the columns every set has; `qualities` to every quality some
         set rates. `metric_options` and `signatures` are recorded in the artifact so that the
-        `compose` metric can rebuild the same metrics."""
+        `compose` metric can rebuild the same metrics. `negatives` maps a set's name to its
+        members' scores of degenerate responses (used with `negative_share` > 0)."""
         self.check_params()
         if not devsets:
             raise DialevalError("no development sets to fit the composition on")
@@ -234,7 +244,7 @@ class ComposeModel(Estimator):
         self.spearman_ = np.array(corr, dtype=float).reshape(len(pairs), len(metrics))
 
         if self.method == "ridge":
-            self._fit_ridge(devsets, qualities)
+            self._fit_ridge(devsets, qualities, negatives or {})
         else:
             self._fit_weights(qualities)
         return self
@@ -286,14 +296,44 @@ class ComposeModel(Estimator):
         self.weights_ = np.array(rows[1:] + rows[:1], dtype=float)
         self.weight_sets_ = used[1:] + used[:1]   # pairs averaged per row (0: the pooled row stands in)
 
-    def _fit_ridge(self, devsets: Sequence[DevSet], qualities: Sequence[str]) -> None:
+    def _negative_rows(self, devsets: Sequence[DevSet],
+                       negatives: Mapping[str, Mapping[str, Sequence[float]]]) -> dict[str, np.ndarray]:
+        """Each set's drawn training negatives, scaled: `negative_share` x its items, seeded.
+
+        Why: a member that a degenerate response games (a parroted context turn is the most
+        likely reply to an LM, a word loop looks fluent to a head) is not caught by the rated
+        items, which hold no such responses, so ridge gives the members that see through it no
+        reason to weigh more. Rows of those responses at the set's lowest rating give it one;
+        the penalty is still chosen on the rated items alone (`_ridge_cv`'s `rated`)."""
+        share = float(self.negative_share)
+        if share <= 0:
+            return {}
+        out, counts = {}, {}
+        for g, d in enumerate(devsets):
+            cols = negatives.get(d.name)
+            if not cols:
+                continue
+            missing = [m for m in self.metrics_ if m not in cols]
+            if missing:
+                raise DialevalError(f"training negatives of {d.name!r} have no scores for {', '.join(missing)}")
+            x = self._scaled_matrix({m: np.asarray(cols[m], dtype=float) for m in self.metrics_})
+            take = min(len(x), int(round(share * len(d))))
+            rng = np.random.default_rng([int(self.seed), g, 7])
+            out[d.name] = x[np.sort(rng.choice(len(x), size=take, replace=False))]
+            counts[d.name] = take
+        self.negatives_used_ = counts
+        return out
+
+    def _fit_ridge(self, devsets: Sequence[DevSet], qualities: Sequence[str],
+                   negatives: Mapping[str, Mapping[str, Sequence[float]]]) -> None:
+        negative_x = self._negative_rows(devsets, negatives)
         scaled = {d.name: self._scaled_matrix(d.scores) for d in devsets}
         stacked = np.concatenate(list(scaled.values()))
         fill = np.nanmean(stacked, axis=0)
         self.fill_ = np.where(np.isfinite(fill), fill, 0.5)
         coefs, intercepts, alphas, used = [], [], [], []
         for q in [POOLED, *qualities]:
-            xs, ys, groups = [], [], []
+            xs, ys, groups, rated = [], [], [], []
             for g, d in enumerate(devsets):
                 for dq in sorted(d.human):
                     if q != POOLED and dq != q:
@@ -306,6 +346,14 @@ class ComposeModel(Estimator):
                     xs.append(self._impute(scaled[d.name][ok]))
                     ys.append(z)
                     groups.append(np.full(ok.sum(), g))
+                    rated.append(np.ones(ok.sum(), dtype=bool))
+                    if d.name in negative_x and len(negative_x[d.name]):
+                        # a degenerate response is worth the set's lowest rating
+                        neg = self._impute(negative_x[d.name])
+                        xs.append(neg)
+                        ys.append(np.full(len(neg), z.min()))
+                        groups.append(np.full(len(neg), g))
+                        rated.append(np.zeros(len(neg), dtype=bool))
             used.append(len(xs))
             if not xs:      # the pooled model stands in (zeros if nothing was usable at all)
                 coefs.append(coefs[0] if coefs else np.zeros(len(self.metrics_)))
@@ -314,7 +362,7 @@ class ComposeModel(Estimator):
                 continue
             coef, icpt, alpha = _ridge_cv(np.concatenate(xs), np.concatenate(ys),
                                           np.concatenate(groups), self._alphas(), self.seed,
-                                          bool(self.positive))
+                                          bool(self.positive), np.concatenate(rated))
             coefs.append(coef)
             intercepts.append(icpt)
             alphas.append(alpha)
@@ -420,12 +468,13 @@ class ComposeModel(Estimator):
 
 
 def _ridge_cv(x: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: Sequence[float],
-              seed: int, positive: bool = False) -> tuple[np.ndarray, float, float]:
+              seed: int, positive: bool = False, rated: np.ndarray | None = None) -> tuple[np.ndarray, float, float]:
     """(coef, intercept, alpha): alpha maximising the mean held-out Spearman, then a refit on all.
 
     Folds are the groups (one development set each, all its rated qualities together, so a
     set's items never sit on both sides) when there are at least two, else 5 seeded random
-    folds."""
+    folds. `rated` marks the rows a held-out Spearman is measured on (the rated items; training
+    negatives train but are never what a penalty is chosen by)."""
     from ...optional import require
 
     Ridge = require("sklearn.linear_model", "the ridge baseline", "compose").Ridge
@@ -444,7 +493,8 @@ def _ridge_cv(x: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: Sequence
             if test.all() or not test.any():
                 continue
             model = Ridge(alpha=alpha, positive=positive).fit(x[~test], y[~test])
-            r = spearman_finite(model.predict(x[test]), y[test], 2)
+            judged = test if rated is None else test & rated
+            r = spearman_finite(model.predict(x[judged]), y[judged], 2)
             scores.append(r if math.isfinite(r) else 0.0)
         score = float(np.mean(scores)) if scores else -math.inf
         if score > best_score + 1e-12:

@@ -238,3 +238,38 @@ def _arrays(path: str) -> dict[str, np.ndarray]:
         return {}
     with np.load(path, allow_pickle=False) as data:
         return {k: data[k] for k in data.files}
+
+
+class LazyLM:
+    """The causal LM of `model_dir`, loaded on first use. What planning needs (the layout, the
+    fingerprint a signature names) comes from the folder's small files (`peek`), so that
+    building a metric or checking a run's signatures loads no weights. Mixed into every metric
+    that scores with such a folder (`LMScore`, deep AM-FM's LM half); the class that mixes it
+    in sets `model_dir`, `device`, `layout_option` and `precision_option`."""
+
+    _lm = None
+    _peeked: dict | None = None
+
+    @property
+    def lm(self):
+        if self._lm is None:
+            self._lm = cached_lm(self.model_dir, self.device, self.layout_option, self.precision_option)
+        return self._lm
+
+    def _peek(self) -> dict:
+        if self._peeked is None:
+            self._peeked = peek(self.model_dir)
+        return self._peeked
+
+    def lm_layout(self) -> str:
+        if self._lm is not None:
+            return self._lm.layout
+        return self.layout_option or self._peek().get("layout", "plain")
+
+    def lm_tag(self) -> str:
+        """`<folder name>@<fingerprint>`: the peeked fingerprint, or the loaded model's where the
+        folder's small files cannot name it (several GGUF files: loading then refuses it)."""
+        fingerprint = self._lm.fingerprint if self._lm is not None else self._peek().get("fingerprint")
+        if fingerprint is None:
+            fingerprint = self.lm.fingerprint
+        return f"{os.path.basename(os.path.normpath(self.model_dir))}@{fingerprint}"

@@ -32,6 +32,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ..base import Batch, Metric
+from .checkpoint import LazyLM
 from .logprob import BATCH_SIZE, TOKEN_BUDGET, LMOptions
 
 AM_REFS = ("max", "mean", "centroid")
@@ -143,7 +144,7 @@ class _SentenceHalf:
         return batch.memo(("deep_am", self.model_dir, self.batch_size, self.am_refs), compute)
 
 
-class _LMHalf:
+class _LMHalf(LazyLM):
     """Deep FM over a causal LM (loaded as the LM metrics load theirs), each text scored once.
 
     As in `LMScore`, the model loads on first use (scoring); the signature and the memo key come
@@ -178,32 +179,13 @@ class _LMHalf:
         self._peeked: dict | None = None
         self._known: OrderedDict[str, float] = OrderedDict()
 
-    @property
-    def lm(self):
-        if self._lm is None:
-            from .checkpoint import cached_lm
-
-            self._lm = cached_lm(self.model_dir, self.device, self.layout_option, self.precision_option)
-        return self._lm
-
-    def _peek(self) -> dict:
-        if self._peeked is None:
-            from .checkpoint import peek
-
-            self._peeked = peek(self.model_dir)
-        return self._peeked
 
     def layout(self) -> str:
-        if self._lm is not None:
-            return self._lm.layout
-        return self.layout_option or self._peek().get("layout", "plain")
+        return self.lm_layout()
 
     def tag(self) -> str:
-        fingerprint = self._lm.fingerprint if self._lm is not None else self._peek().get("fingerprint")
-        if fingerprint is None:         # a folder peek cannot name (several GGUF files): loading refuses it
-            fingerprint = self.lm.fingerprint
         dtype = "" if self.precision_option == "fp32" else f"+{self.precision_option}"
-        return f"{os.path.basename(os.path.normpath(self.model_dir))}@{fingerprint}{dtype}"
+        return f"{self.lm_tag()}{dtype}"
 
     def fluency(self, texts: Sequence[str]) -> np.ndarray:
         """Mean log-probability per token of each text (NaN for an empty one), each distinct

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ..base import Batch, Metric
+from .checkpoint import LazyLM
 from .logprob import BATCH_SIZE, LMOptions, TOKEN_BUDGET
 
 LM_OPTIONS = ("lm_model", "lm_percentile", "lm_batch_size", "lm_token_budget", "lm_precision", "lm_device",
@@ -30,7 +31,7 @@ def normalise(raw: np.ndarray, bound: float) -> np.ndarray:
     return (np.maximum(bound, raw) - bound) / -bound
 
 
-class LMScore(LMOptions, Metric):
+class LMScore(LazyLM, LMOptions, Metric):
     """Causal-LM coherence and fluency (holistic paper eq. 1-4).
 
     The causal-LM options are those of `logprob.LMOptions`; its own:
@@ -83,20 +84,6 @@ class LMScore(LMOptions, Metric):
 
     # The model loads on first use (scoring); its signature and the bound come from the folder's
     # manifest and small files (`checkpoint.peek`), so planning a run loads nothing.
-    @property
-    def lm(self):
-        if self._lm is None:
-            from .checkpoint import cached_lm
-
-            self._lm = cached_lm(self.model_dir, self.device, self.layout_option, self.precision_option)
-        return self._lm
-
-    def _peek(self) -> dict:
-        if self._peeked is None:
-            from .checkpoint import peek
-
-            self._peeked = peek(self.model_dir)
-        return self._peeked
 
     @property
     def bound(self) -> float | None:
@@ -152,15 +139,10 @@ class LMScore(LMOptions, Metric):
         return stats[:, 0]
 
     def _layout(self) -> str:
-        if self._lm is not None:
-            return self._lm.layout
-        return self.layout_option or self._peek().get("layout", "plain")
+        return self.lm_layout()
 
     def signature_options(self):
-        fingerprint = self._lm.fingerprint if self._lm is not None else self._peek().get("fingerprint")
-        if fingerprint is None:         # a folder peek cannot name (several GGUF files): loading refuses it
-            fingerprint = self.lm.fingerprint
-        opts = [("model", f"{os.path.basename(os.path.normpath(self.model_dir))}@{fingerprint}")]
+        opts = [("model", self.lm_tag())]
         if self.kind == "coherence":
             opts.append(("ctx", self.context_turns))
         if self._layout() != "plain":

@@ -69,6 +69,10 @@ class MMETrainer(Estimator):
       finetune_layers: with finetune: how many top MiniLM layers to train, 1..6
       finetune_epochs: with finetune: epochs over the training rows after the head-only stage
       finetune_lr: with finetune: AdamW learning rate of the MiniLM layers; the head gets 10x
+      rm_max_examples: DailyDialog train utterances sampled for RM alone (default: max_examples)
+      rm_hard_negatives: probe families RM trains against besides its random negatives
+        (parrot, loop, generic, ...; empty: none, the paper's recipe)
+      rm_hard_share: the share of RM's training pairs that get one hard negative
     """
 
     kind = KIND
@@ -76,7 +80,11 @@ class MMETrainer(Estimator):
     def __init__(self, only: Sequence[str] = SUBMETRICS, max_minutes: float | None = None, max_examples: int = 3000,
                  sm_sentences: int = 10000, seed: int = 0, device: str = "cpu", encoder: str | None = None,
                  encoder_mode: Literal["frozen", "finetune"] = "frozen", finetune_layers: int = 2,
-                 finetune_epochs: int = 3, finetune_lr: float = 3e-5):
+                 finetune_epochs: int = 3, finetune_lr: float = 3e-5, rm_max_examples: int | None = None,
+                 rm_hard_negatives: str = "", rm_hard_share: float = 0.2):
+        self.rm_max_examples = rm_max_examples
+        self.rm_hard_negatives = rm_hard_negatives
+        self.rm_hard_share = rm_hard_share
         self.only = only
         self.max_minutes = max_minutes
         self.max_examples = max_examples
@@ -138,8 +146,11 @@ class MMETrainer(Estimator):
                 model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder, **tuning).fit(
                     utterances, deadline, say)
             elif name == "rm":
-                model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder, **tuning).fit(
-                    sample, deadline, say)
+                rm_examples = int(self.rm_max_examples or max_examples)
+                rm_sample = sample if rm_examples == max_examples else sample_dialogues(dialogues, rm_examples, seed)
+                model = classes[name](max_examples=rm_examples, seed=seed, encoder=encoder,
+                                      hard_negatives=self.rm_hard_negatives, hard_share=self.rm_hard_share,
+                                      **tuning).fit(rm_sample, deadline, say)
             elif name == "tcm":
                 model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder).fit(
                     sample, graph_dialogues=dialogues, deadline=deadline)

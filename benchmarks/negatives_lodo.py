@@ -1,0 +1,166 @@
+"""Training negatives, before and after: `mme_rm`, `compose` and `compose_ref` leave one rated set out.
+
+"Before" is an MME folder and compositions fitted without training negatives (today's recipe);
+"after" is an MME folder whose RM trained against probe families and compositions fitted with
+`negative_share` degenerate rows per rated item (`fit compose --negative-share`). Every row is
+held out: the MME sub-metrics never see a rated set, and each composition is fitted on the other
+sets (compose_ref only among the sets with references), then scored on the held-out one.
+
+    python3 benchmarks/negatives_lodo.py --data-root $DATA --before-mme OLD_MME --after-mme NEW_MME
+
+Writes OUT/negatives_lodo.md and .json: turn-level Spearman with each set's main quality, 95%
+bootstrap CIs over items, the mean over sets, and paired mean differences (bootstrap over items,
+averaged over sets) of each "after" row against its "before" row and against sent_cosine.
+Scores are cached per set under OUT/scores/<tag>/ (one column per metric; a column is scored once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "src"))
+
+MME = ["mme_fm", "mme_rm", "mme_tcm", "mme_em", "mme_sm_nll"]
+REFS = ["sent_cosine", "bertscore_f"]
+NEGATIVE_ITEMS = 150      # rated items per set whose variants are scored (the fit draws share x items)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def cached_columns(path: str, rows, metrics: list[str], options: dict) -> dict[str, np.ndarray]:
+    """Columns of `metrics` on `rows`, from the npz at `path`, scoring only the missing ones."""
+    from dialeval.scoring import score
+
+    have = dict(np.load(path)) if os.path.exists(path) else {}
+    todo = [m for m in metrics if m not in have]
+    if todo:
+        t0 = time.process_time()
+        result = score(rows, todo, progress=False, **options)
+        for m in todo:
+            have[m] = np.asarray(result.sentence[m], dtype=float)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        np.savez(path, **have)
+        log(f"  {os.path.basename(path)}: {len(rows)} rows, {', '.join(todo)}: {time.process_time() - t0:.1f} CPU s")
+    return {m: have[m] for m in metrics}
+
+
+def negative_rows(samples, seed: int = 0):
+    """The training negatives' rows for one set: variants of up to NEGATIVE_ITEMS items outside
+    the probes' top 40% (what `fit compose --negative-share` makes, on a seeded subset)."""
+    from dialeval.meta.probes import negative_samples
+
+    rows = negative_samples(samples, seed=seed)
+    rng = np.random.default_rng(seed)
+    items = sorted({r.id for r in rows})
+    keep = set(items) if len(items) <= NEGATIVE_ITEMS else set(rng.choice(items, NEGATIVE_ITEMS, replace=False))
+    return [r for r in rows if r.id in keep]
+
+
+def main() -> None:
+    from bench_compose import EXCLUDE, SETS
+
+    from dialeval.data.datasets import load_dataset
+    from dialeval.meta.compose_eval import HeldOut, paired_mean_difference
+    from dialeval.meta.correlation import correlate
+    from dialeval.metrics.compose.model import ComposeModel, DevSet
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-root", default=os.environ.get("DATA", "../shared/data"))
+    ap.add_argument("--before-mme", required=True, help="MME folder without RM hard negatives")
+    ap.add_argument("--after-mme", required=True, help="MME folder with RM hard negatives")
+    ap.add_argument("--share", type=float, default=0.25, help="negative_share of the 'after' compositions")
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "negatives_lodo"))
+    ap.add_argument("--n-boot", type=int, default=1000)
+    args = ap.parse_args()
+
+    alias = {"engagement": "engaging", "fluent": "fluency"}
+    devs: dict[str, list] = {"before": [], "after": []}
+    negs: dict[str, dict] = {"before": {}, "after": {}}
+    for name in SETS:
+        log(f"{name}")
+        samples = [s for s in load_dataset(name, os.path.join(args.data_root, SETS[name])).samples
+                   if s.system not in EXCLUDE.get(name, ())]
+        negatives = negative_rows(samples)
+        refs = cached_columns(os.path.join(args.out, "scores", "refs", f"{name}.npz"), samples, REFS, {})
+        neg_refs = cached_columns(os.path.join(args.out, "scores", "refs", f"{name}.neg.npz"), negatives, REFS, {})
+        for tag, folder in (("before", args.before_mme), ("after", args.after_mme)):
+            cols = cached_columns(os.path.join(args.out, "scores", tag, f"{name}.npz"), samples, MME,
+                                  {"mme_model": folder})
+            dev = DevSet.from_samples(name, samples, {**cols, **refs})
+            dev.human = {alias.get(q, q): v for q, v in dev.human.items()}
+            devs[tag].append(dev)
+            if tag == "after":
+                ncols = cached_columns(os.path.join(args.out, "scores", tag, f"{name}.neg.npz"), negatives, MME,
+                                       {"mme_model": folder})
+                negs[tag][name] = {**ncols, **neg_refs}
+
+    def main_quality(d) -> str:
+        return "overall" if "overall" in d.human else sorted(d.human)[0]
+
+    def has_refs(d) -> bool:
+        return bool(np.isfinite(d.scores["sent_cosine"]).any())
+
+    preds: dict[str, dict[str, np.ndarray]] = {}
+    for tag in ("before", "after"):
+        preds[f"mme_rm ({tag})"] = {d.name: d.scores["mme_rm"] for d in devs[tag]}
+        share = args.share if tag == "after" else 0.0
+        for label, members in (("compose", MME), ("compose_ref", MME + REFS)):
+            pool = [d for d in devs[tag] if label == "compose" or has_refs(d)]
+            for k, d in enumerate(pool):
+                rest = [x for j, x in enumerate(pool) if j != k]
+                model = ComposeModel(method="ridge", positive=True, seed=0, negative_share=share)
+                model.fit(rest, members, ["overall"], negatives=negs[tag] if share else None)
+                preds.setdefault(f"{label} ({tag})", {})[d.name] = model.predict(d.scores, "overall")
+    preds["sent_cosine"] = {d.name: d.scores["sent_cosine"] for d in devs["before"] if has_refs(d)}
+
+    by_name = {d.name: d for d in devs["before"]}
+    held: list[HeldOut] = []
+    table: dict[str, dict] = {}
+    for label, by_set in preds.items():
+        for name, pred in by_set.items():
+            d = by_name[name]
+            q = main_quality(d)
+            c = correlate(pred, d.human[q], methods=["spearman"], n_boot=args.n_boot, seed=0)[0]
+            table.setdefault(label, {})[name] = {"quality": q, "r": c.r, "lo": c.ci_low, "hi": c.ci_high, "n": c.n}
+            held.append(HeldOut(name, q, label, c.r, c.n, False, np.asarray(pred, float), np.asarray(d.human[q], float)))
+
+    names = [d.name for d in devs["before"]]
+    lines = ["| metric | " + " | ".join(names) + " | mean |", "|---|" + "---|" * (len(names) + 1)]
+    for label, got in table.items():
+        cells = [f"{got[s]['r']:.3f} [{got[s]['lo']:.2f}, {got[s]['hi']:.2f}]" if s in got else "" for s in names]
+        vals = [got[s]["r"] for s in names if s in got and math.isfinite(got[s]["r"])]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | **{np.mean(vals):.3f}** ({len(vals)}) |")
+    lines += ["", "| paired difference (mean over the sets both score) | sets | mean | 95% CI | wins |",
+              "|---|---:|---:|---|---:|"]
+    diffs = {}
+    for label in ("mme_rm", "compose", "compose_ref"):
+        for a, b in ((f"{label} (after)", f"{label} (before)"), (f"{label} (after)", "sent_cosine"),
+                     (f"{label} (before)", "sent_cosine")):
+            if label == "mme_rm" and b == "sent_cosine":
+                continue
+            diff = paired_mean_difference(held, a, b, n_boot=args.n_boot, seed=0)
+            diffs[f"{a} - {b}"] = diff.to_dict()
+            lines.append(f"| {a} - {b} | {diff.pairs} | {diff.mean_diff:+.3f} | [{diff.ci_low:+.3f}, {diff.ci_high:+.3f}] | "
+                         f"{diff.wins}/{diff.pairs} |")
+    text = "\n".join(lines)
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "negatives_lodo.md"), "w", encoding="utf-8") as handle:
+        handle.write(text + "\n")
+    with open(os.path.join(args.out, "negatives_lodo.json"), "w", encoding="utf-8") as handle:
+        json.dump({"rows": table, "differences": diffs, "share": args.share}, handle, indent=1, default=float)
+
+
+if __name__ == "__main__":
+    main()
