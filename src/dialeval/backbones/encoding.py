@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import DialevalError
 from .batching import filled, length_batches
-from .layers import truncated
+from .layers import states_reader
 from .pooling import POOLINGS, normalize as l2_normalize, pool
 
 
@@ -100,13 +100,16 @@ class TokenStates:
 
 
 def token_states(backbone, texts: Sequence[str], layer: int = -1, batch_size: int = 16,
-                 max_length: int | None = None) -> list[TokenStates]:
-    return token_states_at(backbone, texts, [layer], batch_size, max_length)[layer]
+                 max_length: int | None = None, whole: bool = False) -> list[TokenStates]:
+    return token_states_at(backbone, texts, [layer], batch_size, max_length, whole)[layer]
 
 
 def token_states_at(backbone, texts: Sequence[str], layers: Sequence[int], batch_size: int = 16,
-                    max_length: int | None = None) -> dict[int, list[TokenStates]]:
-    """`token_states` of several layers from one forward pass: {layer: per text TokenStates}."""
+                    max_length: int | None = None, whole: bool = False) -> dict[int, list[TokenStates]]:
+    """`token_states` of several layers from one forward pass: {layer: per text TokenStates}.
+    Only the layers up to the deepest one asked for run (layer 0 alone: the embeddings); `whole`
+    runs the full encoder, the reference the cut equals bit for bit (tests/test_bertscore_layers.py,
+    benchmarks/bench_bertscore_layers.py)."""
     import torch
 
     tokenizer = backbone.tokenizer
@@ -125,7 +128,7 @@ def token_states_at(backbone, texts: Sequence[str], layers: Sequence[int], batch
     # hidden-state index of each layer asked for; only the layers up to the deepest one are run
     # (a model that does not state its depth runs whole and is checked against what it returns)
     index = {layer: layer % (depth + 1) if depth else layer for layer in layers}
-    model = truncated(backbone.model, max(index.values())) if depth else backbone.model
+    run = states_reader(backbone.model, max(index.values()) if depth else None, whole)
     for rows in length_batches(lengths, size):
         batch = [texts[i] for i in filled(rows, size)]
         enc = tokenizer(batch, padding=True, truncation=True, max_length=limit, return_tensors="pt",
@@ -134,7 +137,7 @@ def token_states_at(backbone, texts: Sequence[str], layers: Sequence[int], batch
         special = enc.pop("special_tokens_mask")
         enc = {k: v.to(backbone.device) for k, v in enc.items()}
         with torch.inference_mode():
-            hidden = model(**enc, output_hidden_states=True).hidden_states
+            hidden = run(enc)
             for layer in layers if not depth else ():
                 if not -len(hidden) <= layer < len(hidden):
                     raise DialevalError(f"{backbone.path}: layer {layer} out of range (the model has "

@@ -33,8 +33,10 @@ def run_layers(model, layers, hidden, attention_mask):
     return hidden
 
 
-def embed(model, input_ids):
-    return model.embeddings(input_ids=input_ids)
+def embed(model, input_ids, token_type_ids=None):
+    if token_type_ids is None:
+        return model.embeddings(input_ids=input_ids)
+    return model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
 
 
 def pad_states(states):
@@ -81,3 +83,18 @@ def truncated(model, n_layers: int):
     if view._modules.get("pooler") is not None:
         view._modules["pooler"] = None
     return view
+
+
+def states_reader(model, deepest: int | None, whole: bool = False):
+    """A function from one tokenised batch to its hidden states 0..`deepest` (at least) that
+    computes no layer above `deepest`: the layers BERTScore never looks at are a third of its
+    pass at the default layer. Layer 0 alone is the embedding module's output, which is what the
+    whole model records as its state 0 (transformers cannot run an empty layer list). `whole`, or
+    a depth not known (None), runs every layer: the reference the cut is measured and tested
+    against, bit for bit."""
+    if whole or deepest is None:
+        return lambda enc: model(**enc, output_hidden_states=True).hidden_states
+    if deepest == 0 and getattr(model, "embeddings", None) is not None:
+        return lambda enc: (embed(model, enc["input_ids"], enc.get("token_type_ids")),)
+    cut = truncated(model, deepest)
+    return lambda enc: cut(**enc, output_hidden_states=True).hidden_states

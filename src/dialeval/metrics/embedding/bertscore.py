@@ -93,7 +93,11 @@ class DocumentFrequencies:
 
 
 class _Reader:
-    """One encoder at one layer: normalised token states and token ids of texts."""
+    """One encoder at one layer: normalised token states and token ids of texts. The encoder runs
+    only up to the deepest layer read (backbones.layers.states_reader); `whole` = True runs it all,
+    the reference that cut is benchmarked and tested against (same bits)."""
+
+    whole = False
 
     def __init__(self, folder: str, layer: int | None, batch_size: int, device: str = "cpu",
                  precision: str = "fp32"):
@@ -124,7 +128,7 @@ class _Reader:
         distinct = list(dict.fromkeys(t.strip() for t in texts if t.strip()))
         by_layer: dict[int, dict[str, tuple[np.ndarray, list[int]]]] = {layer: {} for layer in wanted}
         if distinct:
-            states = token_states_at(self.backbone, distinct, wanted, self.batch_size, self.limit)
+            states = token_states_at(self.backbone, distinct, wanted, self.batch_size, self.limit, self.whole)
             for layer in wanted:
                 for text, st in zip(distinct, states[layer]):
                     v = st.states.astype(np.float64)
