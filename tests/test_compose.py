@@ -414,3 +414,17 @@ def test_training_negatives_teach_ridge_what_no_rated_item_shows():
     with pytest.raises(DialevalError, match="no scores for m3"):
         ComposeModel(method="ridge", negative_share=0.5).fit(
             sets, negatives={"s0": {"m1": [0.9], "m2": [0.5]}})
+
+
+def test_fit_cli_refuses_bad_negatives_before_scoring(tmp_path, capsys):
+    """An unknown family or a share out of range is one line and exit 2, before any set is
+    scored, and no folder is written."""
+    from dialeval.cli.main import main
+
+    for extra, message in ((["--negative-share", "0.5", "--negatives", "bogus"], "unknown probe family 'bogus'"),
+                           (["--negative-share", "-1"], "negative_share must lie in")):
+        out = tmp_path / "never"
+        assert main(["fit", "compose", "--method", "ridge", "--data", f"demo:{DEMO}", "--metrics", "bleu2",
+                     *extra, "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "scoring demo" not in err and not out.exists()

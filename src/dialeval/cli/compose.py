@@ -80,6 +80,10 @@ def cmd_fit_compose(args) -> int:
     options = {k: v for k, v in metric_options(args).items() if not k.startswith("compose_")}
     model = ComposeModel(**estimator_kwargs(args, args._estimator_flags))
     model.check_params()           # a bad setting is refused before the sets are scored
+    if model.negative_share > 0:
+        from dialeval.data.variants import check_families
+
+        check_families(args.negatives)
     devsets, signatures, negatives = [], {}, {}
     for spec in args.data:
         name, path = parse_data_spec(spec)

@@ -105,6 +105,12 @@ class MMETrainer(Estimator):
         if not 1 <= int(self.finetune_layers) <= 6:
             raise DialevalError(f"--finetune-layers {self.finetune_layers}: MiniLM has 6 layers; choose 1..6")
         parse_only(",".join(self.only))
+        if self.rm_hard_negatives and "rm" in self.only:     # refused before the corpus is read
+            from .relevance import RelevanceModel
+
+            RelevanceModel(hard_negatives=self.rm_hard_negatives)._families()
+        if not 0 <= float(self.rm_hard_share) <= 1:
+            raise DialevalError(f"--rm-hard-share {self.rm_hard_share}: a share of the pairs, 0..1")
 
     def fit(self, corpus: str, *, engagement: str | None = None, say: Callable[[str], None] | None = None,
             checkpoint: str | None = None) -> "MMETrainer":
