@@ -57,3 +57,23 @@ def golden_fixture_sets():
         samples = [Sample(id=str(i), response=h, references=r)
                    for i, (h, r) in enumerate(zip(case["input"]["hyps"], case["input"]["refs"]))]
         yield name, samples, case
+
+
+def train_tiny_lm(folder: Path, words, **config) -> str:
+    """A from-scratch causal LM of a few thousand parameters on 40 random dialogues of `words`
+    (seeded), trained in about a second: for tests of the LM plumbing, not of its values.
+    `config` overrides `LMTrainConfig` fields."""
+    import random
+
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from dialeval.metrics.lm.train import LMTrainConfig, train_lm
+
+    corpus = folder / "dialogues.txt"
+    rng = random.Random(2)
+    corpus.write_text("".join(" __eou__ ".join(" ".join(rng.choice(words) for _ in range(5)) for _ in range(4))
+                              + " __eou__\n" for _ in range(40)))
+    settings = dict(vocab_size=200, n_layer=1, n_embd=16, n_head=2, n_positions=48, max_steps=10, batch_size=16,
+                    lr=5e-3, warmup_steps=2, epochs=5, reference_pairs=20, threads=1, dropout=0.0)
+    train_lm(str(corpus), str(folder / "model"), LMTrainConfig(**{**settings, **config}), log=lambda m: None)
+    return str(folder / "model")

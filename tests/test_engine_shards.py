@@ -14,6 +14,7 @@ import random
 
 import numpy as np
 import pytest
+from conftest import train_tiny_lm
 
 from dialeval.data.sample import Sample
 from dialeval.engine import make_plan
@@ -210,20 +211,7 @@ def test_an_mme_texts_features_do_not_depend_on_its_batch():
 
 @pytest.fixture(scope="module")
 def tiny_lm(tmp_path_factory):
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from dialeval.metrics.lm.train import LMTrainConfig, train_lm
-
-    d = tmp_path_factory.mktemp("lm")
-    corpus = d / "dialogues.txt"
-    rng = random.Random(2)
-    corpus.write_text("".join(" __eou__ ".join(" ".join(rng.choice(WORDS) for _ in range(5)) for _ in range(4))
-                              + " __eou__\n" for _ in range(40)))
-    config = LMTrainConfig(vocab_size=200, n_layer=1, n_embd=16, n_head=2, n_positions=48, max_steps=10,
-                           batch_size=16, lr=5e-3, warmup_steps=2, epochs=5, reference_pairs=20, threads=1,
-                           dropout=0.0)
-    train_lm(str(corpus), str(d / "model"), config, log=lambda m: None)
-    return str(d / "model")
+    return train_tiny_lm(tmp_path_factory.mktemp("lm"), WORDS)
 
 
 def test_an_lm_responses_log_probability_does_not_depend_on_its_batch(tiny_lm):
