@@ -258,7 +258,7 @@ def test_fit_and_score_through_cli(tmp_path, capsys):
     expected = sum(r2[m] / sum(r2.values()) * (c - c.min()) / (c.max() - c.min()) for m, c in cols.items())
     np.testing.assert_allclose([r["scores"]["compose"] for r in rows], expected, rtol=1e-12)
     printed = capsys.readouterr().out
-    assert "compose|model:crs@" in printed and "metrics:bleu2+rouge_l" in printed
+    assert "compose|model:compose@" in printed and "metrics:bleu2+rouge_l" in printed
 
 
 def test_compose_ref_has_its_own_model_option(tmp_path):
@@ -380,7 +380,7 @@ def test_refit_with_other_weights_signs_differently(tmp_path):
     assert (a / "config.json").read_bytes() == (b / "config.json").read_bytes()   # the defect's case
     assert (a / "arrays.npz").read_bytes() != (b / "arrays.npz").read_bytes()
     sig_a, sig_b = str(Compose(compose_model=str(a)).signature()), str(Compose(compose_model=str(b)).signature())
-    assert "model:fit@" in sig_a and sig_a != sig_b
+    assert "model:compose@" in sig_a and sig_a != sig_b
     assert str(Compose(compose_model=str(a)).signature()) == sig_a
     shutil.copytree(a, tmp_path / "c" / "fit")
     assert str(Compose(compose_model=str(tmp_path / "c" / "fit")).signature()) == sig_a

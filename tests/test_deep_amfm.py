@@ -85,4 +85,4 @@ def test_shards_give_the_same_bits(scored):
 
 def test_signature_names_encoder_and_lm(scored):
     sig = str(scored.signatures["deep_amfm"])
-    assert "encoder:all-MiniLM-L6-v2" in sig and "lm:lm@" in sig and "lambda:0.8" in sig
+    assert "encoder:all-MiniLM-L6-v2" in sig and "|model:lm@" in sig and "|base:smollm2-135m-instruct:" in sig and "lambda:0.8" in sig

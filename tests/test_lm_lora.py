@@ -84,8 +84,11 @@ def test_adapter_is_an_fp16_artifact_that_changes_the_scores(adapter):
     coh_b, flu_b, _ = _scores(base)
     assert np.all(np.isfinite(coh_a)) and np.all(coh_a <= 0)
     assert not np.allclose(coh_a, coh_b)      # the adapter took part: 6 steps at lr 1e-2 move the scores
-    assert lm.fingerprint.startswith(json.load(open(os.path.join(path, "manifest.json")))
-                                     ["files"]["adapter_model.safetensors"]["sha256"][:12] + "+base:")
+    from dialeval.metrics.lm.checkpoint import peek
+    from dialeval.models.artifacts import model_id
+
+    # signed by the adapter folder's manifest hash, the base it merges into named beside it
+    assert peek(path)["tag"] == "lm@" + model_id(path)[:12] and peek(path)["base"].startswith("base:")
     assert len(lm.reference["coherence_raw"]) == 12
 
 
@@ -147,8 +150,10 @@ def test_gguf_file_and_folder_load_as_lm(tmp_path):
 
     path = tmp_path / "tiny.gguf"
     _write_tiny_llama_gguf(path)
+    from dialeval.metrics.lm.checkpoint import peek
+
     a, b = load_lm(str(path)), load_lm(str(tmp_path))
-    assert a.fingerprint == b.fingerprint == f"tiny.gguf:{path.stat().st_size}"
+    assert peek(str(path))["tag"] == peek(str(tmp_path))["tag"] == f"tiny.gguf:{path.stat().st_size}"
     x = mean_logprobs(a, ["hello world"], ["hello"], 2)
     np.testing.assert_array_equal(x, mean_logprobs(b, ["hello world"], ["hello"], 2))
     assert np.isfinite(x).all()
@@ -190,8 +195,12 @@ def test_smollm2_adapter_by_packaged_name(tmp_path):
     info = train_lora(corpus, str(tmp_path / "adapter"), "smollm2-135m", cfg)
     assert info["base"] == "smollm2-135m" and info["layout"] == "chat"
     metric = LMCoherence(lm_model=str(tmp_path / "adapter"))
-    (name, value), = [o for o in metric.signature_options() if o[0] == "model"]
-    assert value.startswith("adapter@") and "+smollm2-135m-instruct:" in value
+    from dialeval.models.artifacts import model_id
+
+    fields = dict(metric.signature_options())
+    # the one `model:` rule (the manifest's hash), and the base it merges into beside it
+    assert fields["model"] == "lm@" + model_id(tmp_path / "adapter")[:12]
+    assert fields["base"].startswith("smollm2-135m-instruct:")
     assert ("layout", "chat") in metric.signature_options()
 
 

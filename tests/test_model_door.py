@@ -174,6 +174,63 @@ def test_amfm_is_planned_without_loading(tmp_path):
     _plan_loads_nothing_and_signs_as_loaded(["am", "fm", "amfm"], amfm_model=str(tmp_path / "amfm"))
 
 
+def test_compose_is_planned_without_loading(tmp_path):
+    """compose builds its members from config.json; its weights (arrays.npz) load on first use."""
+    import numpy as np
+
+    from dialeval.metrics.compose.model import ComposeModel, DevSet
+
+    rng = np.random.default_rng(0)
+    m = rng.uniform(size=(40, 2))
+    y = m[:, 0] - 0.5 * m[:, 1] + 0.2 * rng.normal(size=40)
+    ComposeModel(method="ridge").fit([DevSet("s", {"bleu2": m[:, 0], "rouge_l": m[:, 1]}, {"overall": y})]) \
+        .save(tmp_path / "mine")
+    _plan_loads_nothing_and_signs_as_loaded(["compose"], compose_model=str(tmp_path / "mine"))
+
+
+def _model_field(signature: str) -> str:
+    return dict(part.split(":", 1) for part in signature.split("|")[1:])["model"]
+
+
+def test_one_model_field_names_every_trained_artifact(tmp_path, tiny_lm):
+    """Every metric backed by a trained artifact signs `model:<kind>@<first 12 hex of the
+    manifest's sha256>`, whatever the folder is called; a causal LM from elsewhere (no manifest)
+    keeps the backbone rule, `name:size`."""
+    import shutil
+
+    import numpy as np
+
+    from dialeval.engine.plan import make_plan
+    from dialeval.metrics.compose.model import ComposeModel, DevSet
+
+    rng = np.random.default_rng(1)
+    m = rng.uniform(size=(30, 2))
+    ComposeModel(method="ridge").fit([DevSet("s", {"bleu2": m[:, 0], "rouge_l": m[:, 1]},
+                                              {"overall": m.sum(axis=1)})]).save(tmp_path / "fit")
+    cases = [("compose", "compose_model", str(tmp_path / "fit"), "compose"),
+             ("lm_fluency", "lm_model", tiny_lm, "lm"), ("deep_fm", "lm_model", tiny_lm, "lm")]
+    for metric, option, folder, kind in cases:
+        sig = make_plan([metric], **{option: folder}).signatures[metric]
+        assert _model_field(sig) == f"{kind}@{artifacts.model_id(folder)[:12]}", sig
+        # a copy under another name is the same model and signs the same
+        copy = tmp_path / f"copy-{metric}"
+        shutil.copytree(folder, copy)
+        assert make_plan([metric], **{option: str(copy)}).signatures[metric] == sig
+    # the same LM without its manifest: weights from elsewhere, named by the backbone rule
+    plain = tmp_path / "plain-lm"
+    shutil.copytree(tiny_lm, plain)
+    os.remove(plain / "manifest.json")
+    size = os.path.getsize(plain / "model.safetensors")
+    assert _model_field(make_plan(["lm_fluency"], lm_model=str(plain)).signatures["lm_fluency"]) \
+        == f"plain-lm:{size}"
+    # both load through the backbone module and score the same, bit for bit
+    from dialeval.scoring import score
+
+    ours = score(_samples(), ["lm_fluency_raw"], lm_model=tiny_lm).sentence["lm_fluency_raw"]
+    theirs = score(_samples(), ["lm_fluency_raw"], lm_model=str(plain)).sentence["lm_fluency_raw"]
+    assert np.array_equal(ours, theirs) and np.isfinite(ours).all()
+
+
 # -- packaged pretrained names, and one MiniLM ---------------------------------------------------
 
 def test_one_table_names_the_packaged_weights():

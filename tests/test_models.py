@@ -44,13 +44,13 @@ def test_default_fills_the_model_option(models_dir, capsys):
     digest = model_digest(str(models_dir / "compose"))
     assert len(digest) == 64
     out = _summary(capsys, ["score", str(DEMO), "--metrics", "compose", "--json"])["metrics"]["compose"]
-    assert f"|default:compose@{digest[:12]}|" in out["signature"]
+    assert f"|model:compose@{digest[:12]}|" in out["signature"]
     # the same number as naming the folder explicitly: the default is that folder, nothing else
     explicit = _summary(capsys, ["score", str(DEMO), "--metrics", "compose", "--json",
                                  "--compose-model", str(models_dir / "compose")])["metrics"]["compose"]
     assert out["corpus"] == pytest.approx(explicit["corpus"])
-    # an explicit model option wins, and is not named a default
-    assert "default:" not in explicit["signature"]
+    # the folder named explicitly signs as the default does: one rule, the manifest's hash
+    assert explicit["signature"] == out["signature"]
 
 
 def test_no_default_keeps_the_old_error(tmp_path, monkeypatch):

@@ -24,6 +24,9 @@ def main(names: list[str]) -> None:
     from dialeval.cli.models_build import ORDER, card_markdown
     from dialeval.models.defaults import default_model_dir
 
+    unknown = [n for n in names if n not in ORDER]
+    if unknown:
+        sys.exit(f"model_cards.py: no default named {unknown[0]!r}; choose from {', '.join(ORDER)}")
     for name in names or ORDER:
         path = os.path.join(REPO, "docs", "models", f"{name}.md")
         old = open(path, encoding="utf-8").read() if os.path.exists(path) else ""

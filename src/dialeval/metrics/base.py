@@ -193,8 +193,6 @@ class Metric:
     # the declared mergeable state: a key of `STATE_KINDS` (see the module doc); None is "sum",
     # or "concat" for a subclass that overrides `reduce` (plug-ins written before declarations)
     state_kind: ClassVar[str | None] = None
-    # `name@hash` of the shipped default model it was built with (set by the registry), or None
-    default_model: str | None = None
     # a sample without context has no score (NaN), as one without references for needs_references
     needs_context: ClassVar[bool] = False
     # (low, high) of the sentence score, None for an end without a bound; `floor()` (what a blank
@@ -274,8 +272,6 @@ class Metric:
             opts.append(("refs", self.refs_mode))
         opts.append(("tok", self.tokenizer))
         opts.extend(self.signature_options())
-        if self.default_model:
-            opts.append(("default", self.default_model))
         return Signature(self.name, tuple(opts))
 
     def floor(self) -> float | None:

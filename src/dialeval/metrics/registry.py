@@ -87,11 +87,8 @@ class MetricSpec:
                   if (k in accepted or self.passes_options) and v is not None}
         from ..models.defaults import fill_default
 
-        tag = fill_default(self, kwargs)
-        metric = self.metric_class()(**self.fixed, **kwargs)
-        if tag is not None:
-            metric.default_model = tag      # named in the signature
-        return metric
+        fill_default(self, kwargs)      # the metric's signature names the model by its manifest
+        return self.metric_class()(**self.fixed, **kwargs)
 
 
 _OPTION_SPECS: dict[tuple, dict[str, OptionSpec]] = {}

@@ -17,8 +17,8 @@ verified and loaded twice, and `score` loaded every model while it was still pla
 - keeps at most `MAX_OPEN` loaded objects for the process (least recently used dropped first),
   and `clear_models()` drops them all;
 - names the model by one fingerprint, `model_id`: the manifest's sha256 (the manifest lists every
-  file's sha256, so any change to any file changes it), the hash the shipped defaults' `default:`
-  signature field already prints.
+  file's sha256, so any change to any file changes it), the hash the
+  signature's `model:NAME@` field prints (`model_field`).
 
 A folder without a manifest (a causal LM from elsewhere) is keyed by its files' sizes and
 modification times instead; it has nothing to verify.
@@ -52,7 +52,7 @@ _open: "OrderedDict[tuple, Any]" = OrderedDict()
 
 def model_id(folder: str | os.PathLike) -> str:
     """sha256 of the folder's manifest: the one fingerprint of a dialeval artifact (the hash
-    `default:NAME@` prints; `defaults.model_digest` is the same function, kept light for the
+    `model:NAME@` prints; `defaults.model_digest` is the same function, kept light for the
     registry, which must not import numpy for the word-overlap metrics)."""
     from .defaults import model_digest
 
@@ -60,7 +60,12 @@ def model_id(folder: str | os.PathLike) -> str:
 
 
 def model_field(name: str, folder: str | os.PathLike) -> str:
-    """`NAME@<first 12 hex of model_id>`, the way signatures name a model by its manifest."""
+    """`NAME@<first 12 hex of model_id>`: the value of the one `model:` field by which every
+    metric backed by a trained dialeval artifact names it in its signature. NAME is the kind of
+    model the metric reads (`adem`, `mme`, `lm`, `compose`, ...), so a shipped default prints
+    the tag `dialeval models list` shows for it and a refit of any file signs differently.
+    Weights made elsewhere (a pretrained encoder, a causal LM without a manifest) have no
+    manifest and keep the backbone rule, `name:size` (`backbones.fingerprint`)."""
     return f"{name}@{model_id(folder)[:12]}"
 
 

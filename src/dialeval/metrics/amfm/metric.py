@@ -113,19 +113,19 @@ class _AMFMBase(Metric):
         return chosen
 
     def _am(self, batch: Batch) -> np.ndarray:
-        key = ("amfm:am", self.described["fingerprint"], self.am_dims, self.am_refs)
+        key = ("amfm:am", self.described["model"], self.am_dims, self.am_refs)
         return batch.memo(key, lambda: am_scores(self.model.lsi_, batch.hyps, batch.refs,
                                                  [self.am_dims], self.am_refs)[0])
 
     def _fm(self, batch: Batch) -> np.ndarray:
-        key = ("amfm:fm", self.described["fingerprint"], self.fm_refs)
+        key = ("amfm:fm", self.described["model"], self.fm_refs)
         return batch.memo(key, lambda: fm_scores(self.model.lm_, batch.hyps, batch.refs, self.fm_refs))
 
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
 
     def _model_options(self) -> list[tuple[str, Any]]:
-        return [("model", self.described["fingerprint"])]
+        return [("model", self.described["model"])]
 
 
 class AM(_AMFMBase):

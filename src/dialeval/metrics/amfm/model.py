@@ -9,7 +9,6 @@ its corpus; `lsi_sentences` keeps that split (None: the SVD sees every sentence 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -128,7 +127,7 @@ class AMFMModel(Estimator):
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> "AMFMModel":
-        from ...models.store import load_artifact, read_manifest
+        from ...models.store import load_artifact
 
         config, arrays, directory = load_artifact(directory, KIND)
         if isinstance(config.get("params"), dict):
@@ -140,9 +139,6 @@ class AMFMModel(Estimator):
         known = set(cls._param_names())
         model = cls(**{k: v for k, v in params.items() if k in known})
         model._set_state(values, arrays, directory)
-        manifest = read_manifest(directory) or {}
-        model.fingerprint_ = hashlib.sha256(json.dumps(manifest.get("files", {}), sort_keys=True)
-                                            .encode()).hexdigest()[:12]
         return model
 
 
@@ -168,9 +164,10 @@ def arpa_order(path: str) -> int:
 
 
 def described(directory: str | os.PathLike) -> dict[str, Any]:
-    """What the metrics' signatures read of a folder (fingerprint, LSI dims, weighting, LM order),
-    from its manifest, config.json, one array header and the ARPA header: nothing is loaded."""
-    from ...models.artifacts import array_shape, check, read_json
+    """What the metrics' signatures read of a folder (its `model:` field, LSI dims, weighting,
+    LM order), from its manifest, config.json, one array header and the ARPA header: nothing is
+    loaded."""
+    from ...models.artifacts import array_shape, check, model_field, read_json
     from ...models.store import verify
 
     directory = os.path.abspath(os.fspath(directory))
@@ -179,8 +176,7 @@ def described(directory: str | os.PathLike) -> dict[str, Any]:
         verify(directory, KIND)     # its one-line refusal
     config = read_json(directory)
     params = config["params"] if isinstance(config.get("params"), dict) else config
-    return {"fingerprint": hashlib.sha256(json.dumps(manifest.get("files", {}), sort_keys=True)
-                                          .encode()).hexdigest()[:12],
+    return {"model": model_field(KIND, directory),
             "dims": array_shape(directory, "components")[0],
             "weighting": params.get("weighting", "tf"),
             "order": arpa_order(os.path.join(directory, LM_FILE))}

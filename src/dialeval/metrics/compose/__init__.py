@@ -50,7 +50,7 @@ class Compose(Metric):
     def __init__(self, compose_model: str | None = None, compose_quality: str | None = None,
                  refs_mode: str = "multi", tokenizer: str | None = None, **metric_options: Any):
         super().__init__(refs_mode="multi", tokenizer=None)
-        from ...models.artifacts import model_id, needs_model, open_model
+        from ...models.artifacts import model_field, needs_model
 
         if not compose_model:
             raise needs_model(self.name, self.model_option, "a fitted composition", "fit one with `dialeval fit compose`")
@@ -58,37 +58,48 @@ class Compose(Metric):
         from ..registry import REGISTRY
 
         self.model_dir = os.fspath(compose_model)
-        # the weights and the list of members, a few kilobytes: read here because the members
-        # are built from it (their own models load on first use)
-        self.model = open_model(self.model_dir, ComposeModel.kind, ComposeModel.load)
-        quality = compose_quality or self.model.qualities_[0]
-        if quality not in self.model.qualities_:
+        # the members and their recorded options and signatures, from config.json: the members
+        # are built here from it; the weights load on first use (`model`), as every model does
+        self.record = ComposeModel.recorded(self.model_dir)
+        self._model = None
+        quality = compose_quality or self.record.qualities_[0]
+        if quality not in self.record.qualities_:
             raise DialevalError(f"{self.model_dir}: no weights for quality {quality!r}; "
-                                f"fitted: {', '.join(self.model.qualities_)}")
+                                f"fitted: {', '.join(self.record.qualities_)}")
         self.quality = quality
-        unknown = [m for m in self.model.metrics_ if m not in REGISTRY]
+        unknown = [m for m in self.record.metrics_ if m not in REGISTRY]
         if unknown:
             raise DialevalError(f"{self.model_dir}: composes metric {unknown[0]!r}, which this dialeval "
                                 "does not know (`dialeval metrics` lists them); refit the composition")
-        nested = [m for m in self.model.metrics_ if REGISTRY[m].passes_options]
+        nested = [m for m in self.record.metrics_ if REGISTRY[m].passes_options]
         if nested:
             raise DialevalError(f"{self.model_dir}: composes {nested[0]!r}, itself a composition; "
                                 "compose the underlying metrics instead")
-        recorded = dict(self.model.metric_options_)
+        recorded = dict(self.record.metric_options_)
         given = {k: v for k, v in metric_options.items() if v is not None and k not in PINNED}
         self.options = {**recorded, **given}
         self.overridden = sorted(k for k in given if recorded.get(k) != given[k])
-        self.metrics = [REGISTRY[m].build(**self.options) for m in self.model.metrics_]
+        self.metrics = [REGISTRY[m].build(**self.options) for m in self.record.metrics_]
         for metric in self.metrics:
-            then = self.model.signatures_.get(metric.name)
+            then = self.record.signatures_.get(metric.name)
             now = str(metric.signature())
             if then and then != now:
                 warnings.warn(f"compose: {metric.name} is now {now}, fitted as {then}; "
                               "its weights may not fit these scores", ComposeSignatureWarning,
                               stacklevel=2)
         # the manifest's own hash: it lists every file's sha256 (config.json and the weights in
-        # arrays.npz), so a refit with other weights signs differently (the rule `default:NAME@`)
-        self.fingerprint = model_id(self.model_dir)[:12]     # loading refused a folder without a manifest
+        # arrays.npz), so a refit with other weights signs differently
+        self.model_tag = model_field(self.name, self.model_dir)   # loading refused a folder without a manifest
+
+    @property
+    def model(self):
+        """The fitted weights, read through the one door for trained models on first use."""
+        if self._model is None:
+            from ...models.artifacts import open_model
+            from .model import ComposeModel
+
+            self._model = open_model(self.model_dir, ComposeModel.kind, ComposeModel.load)
+        return self._model
 
     # -- the composed metrics' corpus-wide first passes, forwarded ----------------------------
     # The engine gathers the passes its plan's metrics name (`corpus_pass_key`); the metrics
@@ -172,20 +183,18 @@ class Compose(Metric):
         from ..base import Signature
 
         opts: list[tuple[str, Any]] = [
-            ("model", f"{os.path.basename(os.path.normpath(self.model_dir))}@{self.fingerprint}"),
-            ("method", self.model.method)]
-        if self.model.method == "crs":
-            opts.append(("p", self.model.p))
-        if getattr(self.model, "consistent", False):
+            ("model", self.model_tag),
+            ("method", self.record.method)]
+        if self.record.method == "crs":
+            opts.append(("p", self.record.p))
+        if getattr(self.record, "consistent", False):
             opts.append(("rule", "consistent"))
-        if self.model.method == "ridge" and getattr(self.model, "positive", False):
+        if self.record.method == "ridge" and getattr(self.record, "positive", False):
             opts.append(("coef", ">=0"))
-        opts += [("q", self.quality), ("scale", self.model.scaling),
-                 ("metrics", "+".join(self.model.metrics_))]
+        opts += [("q", self.quality), ("scale", self.record.scaling),
+                 ("metrics", "+".join(self.record.metrics_))]
         if self.overridden:
             opts.append(("override", "+".join(self.overridden)))
-        if self.default_model:
-            opts.append(("default", self.default_model))
         return Signature(self.name, tuple(opts))
 
 

@@ -41,6 +41,7 @@ was uninformative (all r <= 0).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
@@ -444,6 +445,27 @@ class ComposeModel(Estimator):
         super()._set_state(values, arrays, directory)
         for name in ("metrics_", "qualities_", "devsets_"):
             setattr(self, name, list(getattr(self, name)))
+
+    @classmethod
+    def recorded(cls, directory: str | os.PathLike) -> "ComposeModel":
+        """The fit's parameters and what its config.json records (members, their options and
+        signatures, qualities), without the weights: what building, planning and signing the
+        metric read. The folder is verified once (`artifacts.check`), as loading would; the
+        weights (`load`) are read on first use."""
+        from ...models.artifacts import check, read_json
+        from ...models.store import verify
+
+        folder = os.path.abspath(os.fspath(directory))
+        if check(folder, cls.kind) is None:
+            verify(folder, cls.kind)               # its one-line refusal of a folder without a manifest
+        config = read_json(folder)
+        params = config.get("params")
+        if not isinstance(params, dict):
+            raise DialevalError(f"{folder}/config.json: no 'params' table; not a {cls.kind} artifact")
+        known = set(cls._param_names())
+        est = cls(**{k: v for k, v in params.items() if k in known})
+        est._set_state(config.get("state") or {}, {}, folder)
+        return est
 
     def describe(self) -> dict[str, Any]:
         """What was learned, as JSON-able data (printed by `dialeval fit compose`)."""

@@ -82,7 +82,6 @@ def _gguf_target(path: str) -> bool:
 def _load_gguf(path: str, device: str) -> LoadedLM:
     """A GGUF causal LM through the shared backbone loader (scored as-is, raw metrics only)."""
     from ...backbones import load_backbone
-    from ...backbones.fingerprint import model_fingerprint
 
     bb = load_backbone(path, kind="gguf", device=device, task="causal-lm")
     tokenizer = bb.tokenizer
@@ -91,59 +90,48 @@ def _load_gguf(path: str, device: str) -> LoadedLM:
         raise _fail(path, "the tokenizer has neither an end-of-text nor a begin-of-text token")
     max_len = int(getattr(bb.model.config, "max_position_embeddings", None) or 1024)
     return LoadedLM(path=bb.path, model=bb.model, tokenizer=tokenizer, sep_id=int(sep), max_len=max_len,
-                    device=device, fingerprint=model_fingerprint(bb.path))
+                    device=device, shared=True)
 
 
 def _load_lm(path: str, device: str) -> LoadedLM:
+    """A causal LM folder: an adapter (merged into a private copy of its base), a GGUF file, or
+    a transformers folder, the last two through the shared backbone loader like every other
+    transformer (one cache, one thread and device policy); a folder trained here is verified
+    against its manifest first."""
     from .lora import is_adapter, load_adapter
 
     if is_adapter(path):
         return load_adapter(path, device)
     if _gguf_target(path):
         return _load_gguf(path, device)
-    manifest = store.read_manifest(path) if os.path.isdir(path) else None
-    if manifest is not None:
+    if store.read_manifest(path) is not None:
         store.verify(path, KIND)
-    config = check_causal_config(path)
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    config = check_causal_config(path)            # the folder's own refusals, before any weight is read
+    from ...backbones import load_backbone
+    from ...backbones.loading import BackboneError
 
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, config=config)
+        bb = load_backbone(path, kind="hf", device=device, task="causal-lm")
+    except BackboneError:
+        raise
+    except DialevalError:
+        raise
     except Exception as exc:
-        raise _fail(path, f"cannot load the weights, the checkpoint looks corrupted "
+        raise _fail(path, f"cannot load the weights or the tokenizer, the checkpoint looks corrupted "
                           f"({type(exc).__name__}: {_first_line(exc)})") from None
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    except Exception as exc:
-        raise _fail(path, f"cannot load the tokenizer ({type(exc).__name__}: {_first_line(exc)})") from None
+    tokenizer = bb.tokenizer
     sep = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.bos_token_id
     if sep is None:
         raise _fail(path, "the tokenizer has neither an end-of-text nor a begin-of-text token")
-    try:
-        model.to(device)
-    except Exception as exc:
-        raise DialevalError(f"cannot use device {device!r}: {_first_line(exc)}") from None
-    model.eval()
     max_len = int(getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None) or 1024)
     info: dict = {}
     info_path = os.path.join(path, INFO_FILE)
     if os.path.exists(info_path):
         with open(info_path, encoding="utf-8") as handle:
             info = json.load(handle)
-    reference: dict[str, np.ndarray] = {}
-    ref_path = os.path.join(path, REFERENCE_FILE)
-    if os.path.exists(ref_path):
-        with np.load(ref_path, allow_pickle=False) as data:
-            reference = {k: data[k] for k in data.files}
-    if manifest is not None:
-        weights = next((f for f in WEIGHT_FILES if f in manifest["files"]), None)
-        fingerprint = manifest["files"][weights]["sha256"][:12] if weights else "unverified"
-    else:
-        fingerprint = "unverified"
-    del torch
-    return LoadedLM(path=path, model=model, tokenizer=tokenizer, sep_id=int(sep), max_len=max_len,
-                    device=device, info=info, reference=reference, fingerprint=fingerprint)
+    return LoadedLM(path=path, model=bb.model, tokenizer=tokenizer, sep_id=int(sep), max_len=max_len,
+                    device=device, info=info, reference=_arrays(os.path.join(path, REFERENCE_FILE)),
+                    shared=True)
 
 
 # Weight dtypes (`--lm-precision`): fp32, the default, or bfloat16 (half the weights' memory; 1.8x
@@ -174,7 +162,7 @@ def cached_lm(path: str | os.PathLike, device: str = "cpu", layout: str | None =
 
             import torch
 
-            model = copy.deepcopy(lm.model) if _gguf_target(lm.path) else lm.model   # never the shared backbone
+            model = copy.deepcopy(lm.model) if lm.shared else lm.model   # never the shared backbone
             model.to(dtype=getattr(torch, PRECISIONS[precision]))
             lm = dataclasses.replace(lm, model=model, precision=precision, _split=None)
         return lm
@@ -187,14 +175,18 @@ def cached_lm(path: str | os.PathLike, device: str = "cpu", layout: str | None =
     return open_model(path, None, load, key=("causal-lm", device, layout, precision))
 
 
-def peek(path: str | os.PathLike) -> dict[str, Any]:
-    """What the LM metrics' signatures and option checks read of a model (fingerprint, layout,
-    reference scores), from its manifest and small files: a run is planned without loading it.
-    Gives what `load_lm` would put on the `LoadedLM`."""
-    path = os.fspath(path)
-    from .lora import ADAPTER_WEIGHTS, _prepared_source_hash, base_identity, is_adapter, resolve_base
+# the kind of model the signature's `model:` field names (a full checkpoint or an adapter alike)
+SIGNATURE_NAME = "lm"
 
-    from ...models.artifacts import check
+
+def peek(path: str | os.PathLike) -> dict[str, Any]:
+    """What the LM metrics' signatures and option checks read of a model (its `model:` tag, an
+    adapter's base, layout, reference scores), from its manifest and small files: a run is
+    planned without loading it."""
+    path = os.fspath(path)
+    from .lora import _prepared_source_hash, base_identity, is_adapter, resolve_base
+
+    from ...models.artifacts import check, model_field
 
     if is_adapter(path):
         manifest = check(path, "lm-lora")       # verified once per process
@@ -207,8 +199,8 @@ def peek(path: str | os.PathLike) -> dict[str, Any]:
         if not base_name:
             raise DialevalError(f"{path}: the adapter names no base model")
         base_path = resolve_base(base_name, path)
-        sha = manifest["files"][ADAPTER_WEIGHTS]["sha256"][:12]
-        return {"fingerprint": f"{sha}+{base_identity(base_path)}{_prepared_source_hash(base_path)}",
+        return {"tag": model_field(SIGNATURE_NAME, path),
+                "base": f"{base_identity(base_path)}{_prepared_source_hash(base_path)}",
                 "layout": info.get("layout", "plain"), "reference": _arrays(os.path.join(path, store.ARRAYS))}
     if _gguf_target(path):
         from ...backbones.fingerprint import model_fingerprint
@@ -220,17 +212,18 @@ def peek(path: str | os.PathLike) -> dict[str, Any]:
             if len(names) != 1:
                 return {}          # loading gives the refusal
             file = os.path.join(path, names[0])
-        return {"fingerprint": model_fingerprint(os.path.abspath(file)), "layout": "plain", "reference": {}}
+        return {"tag": model_fingerprint(os.path.abspath(file)), "layout": "plain", "reference": {}}
     manifest = store.read_manifest(path) if os.path.isdir(path) else None
     if manifest is not None:
         check(path, KIND)                         # verified once per process
     check_causal_config(path)                     # the folder's refusals, from config.json alone
-    fingerprint = "unverified"
-    if manifest is not None:
-        weights = next((f for f in WEIGHT_FILES if f in manifest["files"]), None)
-        fingerprint = manifest["files"][weights]["sha256"][:12] if weights else "unverified"
-    return {"fingerprint": fingerprint, "layout": "plain",
-            "reference": _arrays(os.path.join(path, REFERENCE_FILE))}
+    if manifest is not None:                      # trained here: named by its manifest
+        tag = model_field(SIGNATURE_NAME, path)
+    else:                                         # from elsewhere: the backbone rule, name and size
+        from ...backbones.fingerprint import model_fingerprint
+
+        tag = model_fingerprint(path)
+    return {"tag": tag, "layout": "plain", "reference": _arrays(os.path.join(path, REFERENCE_FILE))}
 
 
 def _arrays(path: str) -> dict[str, np.ndarray]:
@@ -266,10 +259,15 @@ class LazyLM:
             return self._lm.layout
         return self.layout_option or self._peek().get("layout", "plain")
 
-    def lm_tag(self) -> str:
-        """`<folder name>@<fingerprint>`: the peeked fingerprint, or the loaded model's where the
-        folder's small files cannot name it (several GGUF files: loading then refuses it)."""
-        fingerprint = self._lm.fingerprint if self._lm is not None else self._peek().get("fingerprint")
-        if fingerprint is None:
-            fingerprint = self.lm.fingerprint
-        return f"{os.path.basename(os.path.normpath(self.model_dir))}@{fingerprint}"
+    def lm_fields(self) -> list[tuple[str, Any]]:
+        """The signature's fields naming the model: `model:lm@<manifest hash>` for a model
+        trained here, or the backbone rule `name:size` for one from elsewhere; an adapter adds
+        `base:` with the weights it was merged into. Read from the folder's small files; where
+        they cannot name it (several GGUF files), loading gives the refusal."""
+        peeked = self._peek()
+        if "tag" not in peeked:
+            self.lm                              # raises the loader's one-line refusal
+        fields: list[tuple[str, Any]] = [("model", peeked["tag"])]
+        if peeked.get("base"):
+            fields.append(("base", peeked["base"]))
+        return fields

@@ -183,9 +183,10 @@ class _LMHalf(LazyLM):
     def layout(self) -> str:
         return self.lm_layout()
 
-    def tag(self) -> str:
-        dtype = "" if self.precision_option == "fp32" else f"+{self.precision_option}"
-        return f"{self.lm_tag()}{dtype}"
+    def fields(self) -> list[tuple[str, Any]]:
+        """The signature's fields naming the LM (as the LM metrics print them)."""
+        dtype = [] if self.precision_option == "fp32" else [("dtype", self.precision_option)]
+        return self.lm_fields() + dtype
 
     def fluency(self, texts: Sequence[str]) -> np.ndarray:
         """Mean log-probability per token of each text (NaN for an empty one), each distinct
@@ -284,7 +285,7 @@ class DeepFM(LMOptions, Metric):
         return stats[:, 0]
 
     def signature_options(self) -> list[tuple[str, Any]]:
-        return [("lm", self.fm.tag()), ("fmrefs", self.fm.fm_refs)]
+        return self.fm.fields() + [("fmrefs", self.fm.fm_refs)]
 
 
 class DeepAMFM(LMOptions, Metric):
@@ -335,5 +336,5 @@ class DeepAMFM(LMOptions, Metric):
         return stats[:, 0]
 
     def signature_options(self) -> list[tuple[str, Any]]:
-        return [("lambda", self.amfm_lambda), ("encoder", self.am.tag()), ("amrefs", self.am.am_refs),
-                ("lm", self.fm.tag()), ("fmrefs", self.fm.fm_refs)]
+        return ([("lambda", self.amfm_lambda), ("encoder", self.am.tag()), ("amrefs", self.am.am_refs)]
+                + self.fm.fields() + [("fmrefs", self.fm.fm_refs)])

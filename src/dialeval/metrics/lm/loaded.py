@@ -27,7 +27,7 @@ class LoadedLM:
     device: str
     info: dict = field(default_factory=dict)
     reference: dict[str, np.ndarray] = field(default_factory=dict)
-    fingerprint: str = "unverified"
+    shared: bool = False             # the model is the backbone cache's (a cast makes a copy)
     layout: str = "plain"
     lowercase: bool = False
     precision: str = "fp32"          # the weights' dtype: fp32, or bf16 (`--lm-precision`)

@@ -391,10 +391,8 @@ def load_adapter(path: str, device: str = "cpu"):
     sep = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.bos_token_id
     max_len = int(getattr(model.config, "max_position_embeddings", None) or 1024)
     reference = _read_reference(path)
-    adapter_sha = manifest["files"][ADAPTER_WEIGHTS]["sha256"][:12]
-    fingerprint = f"{adapter_sha}+{base_identity(base_path)}{_prepared_source_hash(base_path)}"
     lm = LoadedLM(path=path, model=model, tokenizer=tokenizer, sep_id=int(sep), max_len=max_len, device=device,
-                  info=info, reference=reference, fingerprint=fingerprint,
+                  info=info, reference=reference,
                   layout=info.get("layout", "plain"), lowercase=bool(info.get("lowercase", False)))
     return lm
 

@@ -142,7 +142,7 @@ class LMScore(LazyLM, LMOptions, Metric):
         return self.lm_layout()
 
     def signature_options(self):
-        opts = [("model", self.lm_tag())]
+        opts = self.lm_fields()
         if self.kind == "coherence":
             opts.append(("ctx", self.context_turns))
         if self._layout() != "plain":

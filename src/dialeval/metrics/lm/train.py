@@ -19,6 +19,7 @@ a third of the budget). Everything long logs progress.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -290,7 +291,10 @@ def _train(cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus,
 
     if init:
         base = load_lm(init, cfg.device)
-        model, tokenizer = base.model, base.tokenizer
+        # a private, trainable copy: the loaded model is the backbone cache's, frozen and shared
+        model = copy.deepcopy(base.model) if base.shared else base.model
+        model.requires_grad_(True)
+        tokenizer = base.tokenizer
         lr = cfg.lr if cfg.lr is not None else 5e-5
         arch = {"init": os.path.abspath(init)}
     else:

@@ -97,7 +97,7 @@ class _MMEBase(Metric):
     def multi_stats(self, batch: Batch) -> np.ndarray:
         if len(batch) == 0:
             return np.zeros((0, 1))
-        raw = batch.memo(("mme", self.model.fingerprint, self.name), lambda: self._raw(batch))
+        raw = batch.memo(("mme", self.model.tag, self.name), lambda: self._raw(batch))
         return (raw if self.mme_norm == "none" else self._normalised(raw))[:, None]
 
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
@@ -110,17 +110,17 @@ class _MMEBase(Metric):
         return list(self._signed)
 
     def _signature_options(self) -> list[tuple[str, Any]]:
+        from ...models.artifacts import model_field
+
         if self._sub_model is None:     # from the folder's small files: nothing is loaded
-            from .model import fingerprint_of, sub_signature
+            from .model import sub_signature
 
             self._root()
-            fingerprint = self._model.fingerprint if self._model is not None else fingerprint_of(self._manifest)
             enc, own = sub_signature(self.mme_model, self.sub)
         else:
-            fingerprint = self.model.fingerprint
             enc = (self.sub_model.info_ or {}).get("encoder")
             own = list(self.sub_model.signature_options()) if hasattr(self.sub_model, "signature_options") else []
-        opts: list[tuple[str, Any]] = [("model", fingerprint), ("norm", self.mme_norm)]
+        opts: list[tuple[str, Any]] = [("model", model_field("mme", self.mme_model)), ("norm", self.mme_norm)]
         if enc:
             opts.append(("encoder", enc))
         # the fine-tuned variant adds its mode and tuned weights; the frozen default adds nothing
@@ -166,7 +166,7 @@ class _MMESpecificity(_MMEBase):
     variant: ClassVar[str] = ""
 
     def _raw(self, batch):
-        all_raw = batch.memo(("mme-sm", self.model.fingerprint), lambda: self.sub_model.raw_all(batch.hyps))
+        all_raw = batch.memo(("mme-sm", self.model.tag), lambda: self.sub_model.raw_all(batch.hyps))
         return all_raw[self.variant]
 
     def _normalised(self, raw):

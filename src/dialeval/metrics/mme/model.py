@@ -279,10 +279,12 @@ class MMEModel:
     def __init__(self, folder: str):
         self.folder = os.path.abspath(folder)
         with store.verified() as checked:
-            manifest = verify(self.folder, KIND)
+            verify(self.folder, KIND)
             self._checked = dict(checked)     # the sub-metrics' files, hashed here once
         self.root = _read_root(self.folder)
-        self.fingerprint = fingerprint_of(manifest)
+        from ...models.artifacts import model_field
+
+        self.tag = model_field(KIND, self.folder)     # the signature's `model:` field; memo keys
         self._models: dict[str, Any] = {}
 
     def has(self, name: str) -> bool:
@@ -296,11 +298,6 @@ class MMEModel:
             with store.verified(self._checked):
                 self._models[name] = _classes()[name].load(os.path.join(self.folder, name))
         return self._models[name]
-
-
-def fingerprint_of(manifest: Mapping[str, Any]) -> str:
-    """What MME signatures have always named the folder by: a hash of its manifest's file table."""
-    return hashlib.sha256(json.dumps(manifest["files"], sort_keys=True).encode()).hexdigest()[:12]
 
 
 def check_folder(folder: str) -> dict:

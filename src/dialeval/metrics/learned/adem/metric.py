@@ -31,14 +31,13 @@ def load_model(directory: str | os.PathLike):
     return open_model(directory, Adem.kind, Adem.load, what=f"ADEM model {directory}")
 
 
-def signature_of(directory: str, manifest: dict | None = None, config: dict | None = None) -> list[tuple[str, Any]]:
-    """What a loaded model's signature names (model hash, encoder, preset, PCA size), read from
-    its manifest, config.json and one array header: a run is planned without loading ADEM."""
+def signature_of(directory: str, name: str, config: dict | None = None) -> list[tuple[str, Any]]:
+    """What a loaded model's signature names (the model's manifest hash, encoder, preset, PCA
+    size), read from its manifest, config.json and one array header: a run is planned without
+    loading ADEM. `name` is the variant (adem, c_adem, r_adem)."""
     from ....models import artifacts
 
     directory = os.path.abspath(directory)
-    files = (manifest if manifest is not None else artifacts.manifest(directory) or {}).get("files", {})
-    digest = (files.get("arrays.npz") or {}).get("sha256", "")[:12]
     config = config if config is not None else artifacts.read_json(directory)
     params, state = config.get("params") or {}, config.get("state") or {}
     encoder = state.get("encoder_fingerprint_")
@@ -48,7 +47,7 @@ def signature_of(directory: str, manifest: dict | None = None, config: dict | No
         encoder = str(params.get("encoder", "minilm"))
         if encoder.startswith("hred:") and os.path.isdir(os.path.join(directory, BUNDLED_ENCODER)):
             encoder = f"hred:{os.path.join(directory, BUNDLED_ENCODER)}"
-    return [("model", f"{os.path.basename(os.path.normpath(directory))}:{digest}"),
+    return [("model", artifacts.model_field(name, directory)),
             ("encoder", encoder), ("preset", params.get("preset", "paper")), ("pca", artifacts.array_shape(directory, "M_")[0])]
 
 
@@ -117,10 +116,10 @@ class AdemScore(Metric):
         # read once per metric object (every batch's output carries the signature)
         if getattr(self, "_signed", None) is None:
             if self._model is None:
-                self._signed = signature_of(self.adem_model, *self._peek())
+                self._signed = signature_of(self.adem_model, self.name, self._peek()[1])
             else:
                 m = self._model
-                self._signed = signature_of(self.adem_model)[:1] + [
+                self._signed = signature_of(self.adem_model, self.name)[:1] + [
                     ("encoder", getattr(m, "encoder_fingerprint_", m.encoder)), ("preset", m.preset),
                     ("pca", int(m.M_.shape[0]))]
         return list(self._signed)
