@@ -19,6 +19,9 @@ from dialeval.metrics.registry import build_metric  # noqa: E402
 from dialeval.models.defaults import default_model_dir  # noqa: E402
 
 LM = default_model_dir("lm")     # read at collection, before conftest hides the defaults per test
+ADEM = {v: default_model_dir(v) for v in ("adem", "c_adem", "r_adem")}
+MME = default_model_dir("mme")
+MME_METRICS = ("mme_fm", "mme_rm", "mme_tcm", "mme_em", "mme_sm_nll", "mme_sm_nce", "mme_sm_ppl")
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="torch sees a CUDA device here")
 
@@ -35,6 +38,8 @@ DEVICE_METRICS = [
     ("deep_fm", "lm_device", {"lm_model": LM}),
     ("deep_amfm", "lm_device", {"lm_model": LM}),
     ("judge", "judge_device", {}),
+    *[(v, "adem_device", {"adem_model": ADEM[v]}) for v in ("adem", "c_adem", "r_adem")],
+    *[(m, "mme_device", {"mme_model": MME}) for m in MME_METRICS],
 ]
 
 
@@ -94,7 +99,7 @@ def test_check_device_normalises():
 
 @pytest.mark.parametrize("metric,option,extra", DEVICE_METRICS, ids=[m for m, _, _ in DEVICE_METRICS])
 def test_cpu_builds_the_metric(metric, option, extra):
-    if "lm_model" in extra and extra["lm_model"] is None:
+    if any(k in extra and extra[k] is None for k in ("lm_model", "adem_model", "mme_model")):
         pytest.skip("the default models package (install.sh) is not installed")
     if metric == "judge":
         pytest.importorskip("transformers")
@@ -108,7 +113,8 @@ def test_cpu_builds_the_metric(metric, option, extra):
     assert m.name == metric
     if metric == "sent_cosine":
         assert ("device", "cpu") in m.signature_options()
-    elif metric.startswith("bertscore"):     # the default device is not named: signatures unchanged
+    elif metric.startswith(("bertscore", "adem", "c_adem", "r_adem", "mme_")):
+        # the default device is not named: signatures unchanged
         assert not any(k == "device" for k, _ in m.signature_options())
 
 

@@ -13,11 +13,18 @@ a small head on its features. What the sub-metrics read from it:
 The model is the process's one copy (dialeval.backbones: the same object sent_cosine and ADEM
 read), and features come from the backbone's fixed-shape batching ("mean+max" pooling, texts of
 at most MAX_TOKENS tokens, a blank text read as "."), each distinct text once per process.
+
+Device and precision (`--mme-device`, `--mme-precision`): the `mme_*` metrics score inside
+`running(device, precision)`, and `shared_encoder` then gives the features of that backbone (a
+bf16 one is a copy of its own, with its own memory of features; the fp32 cpu one is untouched).
+Training never sets them: it always reads the fp32 encoder on the cpu.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+import contextlib
+import contextvars
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -39,10 +46,30 @@ def encoder_id(model_dir: str) -> str:
     return model_fingerprint(model_dir)
 
 
-def backbone(model_dir: str | None = None):
+_RUNTIME: contextvars.ContextVar[tuple[str, str]] = contextvars.ContextVar("mme_runtime", default=("cpu", "fp32"))
+
+
+@contextlib.contextmanager
+def running(device: str = "cpu", precision: str = "fp32") -> Iterator[None]:
+    """Score with the encoder on `device` in `precision` inside this block (this thread only)."""
+    token = _RUNTIME.set((device, precision))
+    try:
+        yield
+    finally:
+        _RUNTIME.reset(token)
+
+
+def runtime() -> tuple[str, str]:
+    """(device, precision) the encoder runs with here: ("cpu", "fp32") outside `running`."""
+    return _RUNTIME.get()
+
+
+def backbone(model_dir: str | None = None, device: str = "cpu", precision: str = "fp32"):
     from ...backbones import load_backbone
 
-    return load_backbone(model_dir or default_encoder_dir())
+    if device == "cpu" and precision == "fp32":     # today's call, the process's one fp32 copy
+        return load_backbone(model_dir or default_encoder_dir())
+    return load_backbone(model_dir or default_encoder_dir(), device=device, precision=precision)
 
 
 def _load(model_dir: str):
@@ -54,20 +81,25 @@ def _load(model_dir: str):
 class FrozenEncoder:
     """Frozen MiniLM: [mean ; max] features per text (remembered per text) and word vectors."""
 
-    def __init__(self, model_dir: str | None = None, batch_size: int = 16, shared: bool = False):
+    def __init__(self, model_dir: str | None = None, batch_size: int = 16, shared: bool = False,
+                 device: str = "cpu", precision: str = "fp32"):
         self.model_dir = model_dir or default_encoder_dir()
         self.batch_size = batch_size
-        self.view = backbone(self.model_dir).text_encoder(POOLING, batch_size=batch_size, max_length=MAX_TOKENS,
-                                                          blank=BLANK, shared=shared)
+        self.device, self.precision = device, precision
+        self.view = self.backbone().text_encoder(POOLING, batch_size=batch_size, max_length=MAX_TOKENS,
+                                                 blank=BLANK, shared=shared)
         self.cache = self.view.cache      # text -> features remembered so far
+
+    def backbone(self):
+        return backbone(self.model_dir, self.device, self.precision)
 
     @property
     def tokenizer(self):
-        return backbone(self.model_dir).tokenizer
+        return self.backbone().tokenizer
 
     @property
     def model(self):
-        return backbone(self.model_dir).model
+        return self.backbone().model
 
     def fingerprint(self) -> str:
         return encoder_id(self.model_dir)
@@ -87,13 +119,16 @@ class FrozenEncoder:
     def input_embeddings(self) -> np.ndarray:
         """The encoder's WordPiece input embedding table (vocab x 384): the word vectors the
         relevance negatives are chosen with and the topic graph's keyword vectors."""
-        return self.model.get_input_embeddings().weight.detach().numpy().astype(np.float32)
+        return self.model.get_input_embeddings().weight.detach().float().cpu().numpy().astype(np.float32)
 
 
 def shared_encoder(model_dir: str | None = None) -> FrozenEncoder:
     """The encoder whose features every MME sub-metric of the process shares: kept beside the
     backbone (so it lives and goes with it), its memory forgotten by
-    `dialeval.backbones.clear_vectors`."""
+    `dialeval.backbones.clear_vectors`. On the device and in the precision of `running` (by
+    default the fp32 one on the cpu)."""
     key = model_dir or default_encoder_dir()
-    return backbone(key).attach("mme.frozen", lambda: FrozenEncoder(key, shared=True))
+    device, precision = runtime()
+    return backbone(key, device, precision).attach(
+        "mme.frozen", lambda: FrozenEncoder(key, shared=True, device=device, precision=precision))
 

@@ -4,6 +4,13 @@ the classifier probability, or the specificity surprisal). None needs references
 read the sample's context. Work is shared through the batch memo, so `mme_sm_nll,mme_sm_nce,
 mme_sm_ppl` mask each token once, and the encoder's cache means each distinct text is encoded
 once for FM, RM and EM together.
+
+`mme_device` and `mme_precision` are those of the transformers: the pretrained MiniLM encoder
+under FM, RM and EM (`encoder.running`) and SM's small masked LM (its log-softmax stays fp32).
+The heads (numpy, float64) and TCM (stored word vectors and a small graph network, no MiniLM pass
+when scoring; 375 samples/s already) keep fp32 whatever `mme_precision` says: mme_tcm gives its fp32
+values bit for bit and signs no dtype. The device moves MiniLM, SM's masked LM and TCM's network
+(the heads are numpy, on the cpu); every sub-metric names a device other than cpu.
 """
 
 from __future__ import annotations
@@ -23,6 +30,11 @@ class _MMEBase(Metric):
     Options:
         mme_model: trained MME folder (`dialeval train mme`)
         mme_norm: usl (clip to the training scores' 25th-75th percentiles, min-max to [0,1]; the default) or none (raw)
+        mme_precision: weight dtype of the MiniLM encoder (FM, RM, EM) and of SM's masked LM, fp32
+            (default) or bf16 (faster on CPUs with AVX512-BF16; the heads and TCM stay fp32:
+            docs/speed.md; named in the signature)
+        mme_device: torch device of MiniLM, SM's masked LM and TCM's network (default cpu;
+            another is named in the signature)
     """
 
     needs_references = False
@@ -30,9 +42,18 @@ class _MMEBase(Metric):
     sub: ClassVar[str] = ""
     # relevance and topic coherence score (context, response); the others the response alone
     reads_context: ClassVar[bool] = False
+    # whether the sub-metric reads MiniLM's features (FM, RM, EM)
+    reads_encoder: ClassVar[bool] = True
+    # whether --mme-precision applies (FM, RM, EM: MiniLM; SM: its masked LM; not TCM)
+    takes_precision: ClassVar[bool] = True
 
     def __init__(self, mme_model: str | None = None, mme_norm: Literal["usl", "none"] = "usl",
-                 refs_mode: str = "multi", tokenizer: str | None = None):
+                 refs_mode: str = "multi", tokenizer: str | None = None,
+                 mme_precision: Literal["fp32", "bf16"] = "fp32", mme_device: str = "cpu"):
+        from ...backbones.runtime import check_device, check_precision
+
+        self.device = check_device("mme_device", mme_device)
+        self.precision = check_precision("mme_precision", mme_precision)
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         if not mme_model:
             from ...models.artifacts import needs_model
@@ -86,10 +107,18 @@ class _MMEBase(Metric):
         surprisals) but pseudo-perplexity, whose bottom is 1."""
         return 1.0 if self.mme_norm == "none" and getattr(self, "variant", "") == "ppl" else 0.0
 
+    @property
+    def precision_applied(self) -> str:
+        """The precision this sub-metric's numbers are computed in (fp32 for TCM always)."""
+        return self.precision if self.takes_precision else "fp32"
+
     def _raw(self, batch: Batch) -> np.ndarray:
-        if self.reads_context:
-            return self.sub_model.raw(batch.contexts, batch.hyps)
-        return self.sub_model.raw(batch.hyps)
+        from .encoder import running
+
+        with running(self.device, self.precision):
+            if self.reads_context:
+                return self.sub_model.raw(batch.contexts, batch.hyps)
+            return self.sub_model.raw(batch.hyps)
 
     def _normalised(self, raw: np.ndarray) -> np.ndarray:
         return self.sub_model.normalise(raw)
@@ -97,7 +126,8 @@ class _MMEBase(Metric):
     def multi_stats(self, batch: Batch) -> np.ndarray:
         if len(batch) == 0:
             return np.zeros((0, 1))
-        raw = batch.memo(("mme", self.model.tag, self.name), lambda: self._raw(batch))
+        raw = batch.memo(("mme", self.model.tag, self.name, self.device, self.precision_applied),
+                         lambda: self._raw(batch))
         return (raw if self.mme_norm == "none" else self._normalised(raw))[:, None]
 
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
@@ -125,6 +155,25 @@ class _MMEBase(Metric):
             opts.append(("encoder", enc))
         # the fine-tuned variant adds its mode and tuned weights; the frozen default adds nothing
         opts.extend(own)
+        if self.reads_encoder:
+            from .submetric import check_runtime
+
+            mode = dict(own).get("encoder_mode", "frozen")
+            check_runtime("frozen" if mode == "frozen" else "finetune", self.device, self.precision)
+        return opts + self._own_options() + self._runtime_options()
+
+    def _own_options(self) -> list[tuple[str, Any]]:
+        """What a sub-metric adds to the signature after the common fields (TCM, SM)."""
+        return []
+
+    def _runtime_options(self) -> list[tuple[str, Any]]:
+        """device (other than cpu) and dtype (other than fp32): the default adds nothing, so its
+        signature is as it always was. Appended after everything else (subclasses included)."""
+        opts: list[tuple[str, Any]] = []
+        if self.device != "cpu":
+            opts.append(("device", self.device))
+        if self.precision_applied != "fp32":
+            opts.append(("dtype", self.precision_applied))
         return opts
 
 
@@ -146,13 +195,18 @@ class MMETopicCoherence(_MMEBase):
     description = "MME topic coherence: graph attention over context/response keywords"
     sub = "tcm"
     reads_context = True
+    reads_encoder = False
+    takes_precision = False   # stored word vectors and a small graph network trained here: fp32 always
 
-    def signature_options(self):
+    def _raw(self, batch):
+        return self.sub_model.raw(batch.contexts, batch.hyps, device=self.device)
+
+    def _own_options(self):
         from .model import corpus_id
         from .topic import GRAPH_SIGNATURE
 
         # the graph is built from the training corpus: its recipe and that corpus's hash
-        return super().signature_options() + [("graph", f"{GRAPH_SIGNATURE}@{corpus_id(self._root(), 'tcm')}")]
+        return [("graph", f"{GRAPH_SIGNATURE}@{corpus_id(self._root(), 'tcm')}")]
 
 
 class MMEEngagement(_MMEBase):
@@ -164,20 +218,21 @@ class MMEEngagement(_MMEBase):
 class _MMESpecificity(_MMEBase):
     sub = "sm"
     variant: ClassVar[str] = ""
+    reads_encoder = False     # its own small masked LM (trained here), which --mme-precision casts too
 
     def _raw(self, batch):
-        all_raw = batch.memo(("mme-sm", self.model.tag), lambda: self.sub_model.raw_all(batch.hyps))
+        all_raw = batch.memo(("mme-sm", self.model.tag, self.device, self.precision),
+                             lambda: self.sub_model.raw_all(batch.hyps, device=self.device, precision=self.precision))
         return all_raw[self.variant]
 
     def _normalised(self, raw):
         return self.sub_model.normalise(self.variant, raw)
 
-    def signature_options(self):
+    def _own_options(self):
         from .model import corpus_id
 
         # the masked LM is trained on the training corpus: named by that corpus's hash
-        return super().signature_options() + [("mlm", f"tiny-bert@{corpus_id(self._root(), 'sm')}"),
-                                              ("variant", self.variant)]
+        return [("mlm", f"tiny-bert@{corpus_id(self._root(), 'sm')}"), ("variant", self.variant)]
 
 
 class MMESpecificityNLL(_MMESpecificity):

@@ -154,8 +154,11 @@ class SpecificityModel(Estimator):
         return inp, att, labels
 
     # -- scoring ----------------------------------------------------------------------------
-    def surprisals(self, texts: Sequence[str], batch_size: int = 512) -> list[np.ndarray]:
-        """-log p of each token of each text with that token alone masked."""
+    def surprisals(self, texts: Sequence[str], batch_size: int = 512, device: str = "cpu",
+                   precision: str = "fp32") -> list[np.ndarray]:
+        """-log p of each token of each text with that token alone masked. `device` and
+        `precision` (`--mme-device`, `--mme-precision`): where and in which weight dtype the masked
+        LM runs (other than fp32 on the cpu, a copy of it); the log-softmax is fp32 always."""
         import torch
 
         from ...backbones import apply_thread_policy
@@ -169,6 +172,7 @@ class SpecificityModel(Estimator):
         rows = [(i, p) for i, s in enumerate(seqs) for p in range(len(s))]
         out = [np.zeros(len(s)) for s in seqs]
         rows.sort(key=lambda r: len(seqs[r[0]]))
+        model = self._model_on(device, precision)
         with torch.inference_mode():
             for start in range(0, len(rows), batch_size):
                 chunk = rows[start:start + batch_size]
@@ -180,7 +184,7 @@ class SpecificityModel(Estimator):
                     seq[p + 1] = mask
                     inp[r, :len(seq)] = torch.tensor(seq)
                     att[r, :len(seq)] = 1
-                logits = self.model_(input_ids=inp, attention_mask=att).logits
+                logits = model(input_ids=inp.to(device), attention_mask=att.to(device)).logits.float().cpu()
                 pos = torch.tensor([p + 1 for _, p in chunk])
                 target = torch.tensor([seqs[i][p] for i, p in chunk])
                 logp = torch.log_softmax(logits[torch.arange(len(chunk)), pos], dim=-1)
@@ -189,8 +193,25 @@ class SpecificityModel(Estimator):
                     out[i][p] = v
         return out
 
-    def raw_all(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        sur = self.surprisals(texts)
+    def _model_on(self, device: str, precision: str = "fp32"):
+        """The masked LM on `device` in `precision`: itself for fp32 on the cpu, else a copy kept
+        for the next call."""
+        if device == "cpu" and precision == "fp32":
+            return self.model_
+        copies = self.__dict__.setdefault("_model_copies", {})
+        if (device, precision) not in copies:
+            import copy
+
+            import torch
+
+            from ...backbones.runtime import PRECISIONS
+
+            copies[device, precision] = copy.deepcopy(self.model_).to(
+                device=device, dtype=getattr(torch, PRECISIONS[precision])).eval()
+        return copies[device, precision]
+
+    def raw_all(self, texts: Sequence[str], device: str = "cpu", precision: str = "fp32") -> dict[str, np.ndarray]:
+        sur = self.surprisals(texts, device=device, precision=precision)
         nll = np.array([s.sum() if len(s) else np.nan for s in sur])
         nce = np.array([s.mean() if len(s) else np.nan for s in sur])
         return {"nll": nll, "nce": nce, "ppl": np.exp(nce)}

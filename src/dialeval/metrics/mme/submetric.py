@@ -25,6 +25,21 @@ from .normalise import apply_range, fit_range
 HEAD_KEYS = ("mu", "sd", "w0", "b0", "w1", "b1")
 
 
+def check_runtime(encoder_mode: str, device: str = "cpu", precision: str = "fp32") -> None:
+    """Refuse, in one line, what a fine-tuned sub-metric's encoder (its own tuned MiniLM top
+    layers, `finetune.TunedEncoder`) cannot run with: it runs on the cpu in fp32 only."""
+    from ...errors import DialevalError
+
+    if encoder_mode == "frozen":
+        return
+    if precision != "fp32":
+        raise DialevalError(f"--mme-precision {precision}: a fine-tuned MME encoder (tuned MiniLM top layers) "
+                            "runs in fp32 only; use --mme-precision fp32")
+    if device != "cpu":
+        raise DialevalError(f"--mme-device {device}: a fine-tuned MME encoder (tuned MiniLM top layers) "
+                            "runs on the cpu only; use --mme-device cpu")
+
+
 class HeadSubMetric(Estimator):
     """Base: a head over frozen features; `raw()` is the head's probability, `score()` the
     USL-H-normalised value in [0, 1]."""
@@ -49,6 +64,9 @@ class HeadSubMetric(Estimator):
         """The frozen shared encoder, or this model's own tuned one once it is fitted."""
         tuned = getattr(self, "_tuned_encoder", None)
         if tuned is not None:
+            from .encoder import runtime
+
+            check_runtime(self.encoder_mode, *runtime())
             return tuned
         from .encoder import shared_encoder
 

@@ -327,11 +327,14 @@ class TopicCoherenceModel(Estimator):
         v = graphs.vectors[ids].mean(0)
         return v / max(float(np.linalg.norm(v)), 1e-9)
 
-    def raw(self, contexts: Sequence[Sequence[str]], responses: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    def raw(self, contexts: Sequence[Sequence[str]], responses: Sequence[str], batch_size: int = 64,
+            device: str = "cpu") -> np.ndarray:
         """Sigmoid outputs, every network call on exactly `batch_size` graphs (a short chunk is
         filled with copies of its first graph): torch's CPU kernels round a batch of one graph
         differently from the same graph among many (3e-7 seen), so without the fixed shape a
-        value would depend on how many samples its shard holds."""
+        value would depend on how many samples its shard holds. `device` (`--mme-device`): where
+        the graph network runs (a copy of it; the graphs are built on the cpu). It always runs
+        in fp32: the network is small and trained here, and `--mme-precision` is MiniLM's."""
         import torch
 
         from ...backbones import apply_thread_policy
@@ -340,17 +343,30 @@ class TopicCoherenceModel(Estimator):
 
         self.check_fitted()
         graphs = self._graphs()
+        net = self._net_on(device)
         out = []
         with torch.inference_mode():
             for s in range(0, len(responses), batch_size):
                 rows = filled(list(range(s, min(s + batch_size, len(responses)))), batch_size)
                 nodes, edges, mask, side, stats = graphs.build([contexts[i] for i in rows],
                                                                [responses[i] for i in rows])
-                logits = self.net_(torch.from_numpy(nodes), torch.from_numpy(edges), torch.from_numpy(mask),
-                                   torch.from_numpy(side).long(), torch.from_numpy(stats))
+                logits = net(*(t.to(device) for t in (torch.from_numpy(nodes), torch.from_numpy(edges),
+                                                       torch.from_numpy(mask), torch.from_numpy(side).long(),
+                                                       torch.from_numpy(stats))))
                 kept = min(batch_size, len(responses) - s)
-                out.append(torch.sigmoid(logits).numpy().astype(np.float64)[:kept])
+                out.append(torch.sigmoid(logits).cpu().numpy().astype(np.float64)[:kept])
         return np.concatenate(out) if out else np.zeros(0)
+
+    def _net_on(self, device: str):
+        """The network on `device`: itself on the cpu, else a copy kept for the next call."""
+        if device == "cpu":
+            return self.net_
+        copies = self.__dict__.setdefault("_net_copies", {})
+        if device not in copies:
+            import copy
+
+            copies[device] = copy.deepcopy(self.net_).to(device).eval()
+        return copies[device]
 
     def normalise(self, raw: np.ndarray) -> np.ndarray:
         return apply_range(raw, self.norm_low_, self.norm_high_)

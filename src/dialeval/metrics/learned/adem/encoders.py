@@ -27,8 +27,9 @@ class MiniLMEncoder:
     all-MiniLM-L6-v2), shared with sent_cosine: the same model object and the same remembered
     vectors (dialeval.backbones)."""
 
-    def __init__(self, model_dir: str | None = None, context_turns: int = 3):
-        from ....backbones import default_sentence_model, load_backbone
+    def __init__(self, model_dir: str | None = None, context_turns: int = 3, device: str = "cpu",
+                 precision: str = "fp32"):
+        from ....backbones import default_sentence_model
 
         if model_dir is None:
             model_dir = default_sentence_model()
@@ -38,12 +39,19 @@ class MiniLMEncoder:
             self.spec = f"minilm:{model_dir}"
         self.model_dir = model_dir
         self.context_turns = int(context_turns)
-        load_backbone(model_dir, kind="sentence-transformers")       # a bad folder fails here, not at scoring
+        # device and precision of the backbone (`--adem-device`, `--adem-precision`): bf16 is a
+        # bf16 copy of its own (dialeval.backbones); the vectors come back as float32 either way
+        self.device, self.precision = device or "cpu", precision
+        self.backbone()       # a bad folder fails here, not at scoring
 
-    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+    def backbone(self):
         from ....backbones import load_backbone
 
-        view = load_backbone(self.model_dir, kind="sentence-transformers").text_encoder("model", batch_size=16)
+        return load_backbone(self.model_dir, kind="sentence-transformers", device=self.device,
+                             precision=self.precision)
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        view = self.backbone().text_encoder("model", batch_size=16)
         return view.encode(list(texts)).astype(np.float64)
 
     def encode_contexts(self, contexts: Sequence[Sequence[str]]) -> np.ndarray:
@@ -98,14 +106,19 @@ def parse_encoder_spec(spec: str) -> tuple[str, str | None]:
     return kind, path or None
 
 
-def make_encoder(spec: str, context_turns: int = 3, device: str | None = None):
+def make_encoder(spec: str, context_turns: int = 3, device: str | None = None, precision: str = "fp32"):
     """The encoder named by `spec`; the loaded model behind it is shared (a backbone, or the
-    hierarchical encoder held by the one cache of trained models)."""
+    hierarchical encoder held by the one cache of trained models). `precision` bf16 is MiniLM's
+    alone: the hierarchical GRU encoder (trained here, small) runs in fp32 only, and is refused."""
     kind, path = parse_encoder_spec(spec)
     if kind == "minilm":
-        return MiniLMEncoder(path, context_turns)
+        return MiniLMEncoder(path, context_turns, device or "cpu", precision)
+    if precision != "fp32":
+        raise DialevalError(f"--adem-precision {precision}: this ADEM reads a hierarchical GRU encoder "
+                            f"({spec}), which runs in fp32 only; use --adem-precision fp32")
     from ....models.artifacts import open_model
 
+    device = None if device == "cpu" else device     # cpu: the encoder as stored (today's one cache entry)
     return open_model(path, None, lambda folder: HredEncoder(folder, device), key=("hred-encoder", device))
 
 

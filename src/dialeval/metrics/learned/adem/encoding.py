@@ -20,11 +20,29 @@ from ....errors import DialevalError
 BUNDLED_ENCODER = "encoder"   # subfolder of a saved model holding its hred encoder
 
 
-def model_encoder(model):
-    """The encoder `model` scores with, refused when it is not the one it was trained with."""
+def check_runtime(encoder: str, tuned: bool, device: str = "cpu", precision: str = "fp32") -> None:
+    """Refuse, in one line, a device or precision this model's encoder cannot run with
+    (`--adem-device`, `--adem-precision`): a fine-tuned MiniLM (its tuned top layers) runs on the
+    CPU in fp32 only, and a hierarchical GRU encoder in fp32 only (on any device)."""
+    if tuned and precision != "fp32":
+        raise DialevalError(f"--adem-precision {precision}: a fine-tuned ADEM (tuned MiniLM top layers) "
+                            "runs in fp32 only; use --adem-precision fp32")
+    if tuned and device != "cpu":
+        raise DialevalError(f"--adem-device {device}: a fine-tuned ADEM (tuned MiniLM top layers) "
+                            "runs on the cpu only; use --adem-device cpu")
+    if str(encoder).startswith("hred:") and precision != "fp32":
+        raise DialevalError(f"--adem-precision {precision}: this ADEM reads a hierarchical GRU encoder, "
+                            "which runs in fp32 only; use --adem-precision fp32")
+
+
+def model_encoder(model, device: str = "cpu", precision: str = "fp32"):
+    """The encoder `model` scores with, refused when it is not the one it was trained with.
+    `device` and `precision` (the metric's `--adem-device`, `--adem-precision`) are those of the
+    pretrained MiniLM backbone; see `check_runtime` for what else is refused."""
     from .encoders import make_encoder
 
-    enc = make_encoder(model.encoder, int(model.context_turns))
+    check_runtime(model.encoder, getattr(model, "tuned_layers_", None) is not None, device, precision)
+    enc = make_encoder(model.encoder, int(model.context_turns), device, precision)
     if getattr(model, "tuned_layers_", None) is not None:
         enc = tuned_encoder(model, enc)
     expected = getattr(model, "encoder_fingerprint_", None)

@@ -56,6 +56,9 @@ class AdemScore(Metric):
 
     Options:
         adem_model: ADEM model folder from `dialeval train adem`
+        adem_precision: MiniLM encoder weight dtype, fp32 (default) or bf16 (faster on CPUs with
+            AVX512-BF16; M, N and the PCA stay float64: docs/speed.md; named in the signature)
+        adem_device: torch device of the encoder (default cpu; another is named in the signature)
     """
 
     name: ClassVar[str] = "adem"
@@ -65,7 +68,12 @@ class AdemScore(Metric):
     english_only = True
 
     def __init__(self, refs_mode: Literal["multi", "max", "mean"] = "multi", tokenizer: str | None = None,
-                 adem_model: str | os.PathLike | None = None):
+                 adem_model: str | os.PathLike | None = None, adem_precision: Literal["fp32", "bf16"] = "fp32",
+                 adem_device: str = "cpu"):
+        from ....backbones.runtime import check_device, check_precision
+
+        self.device = check_device("adem_device", adem_device)
+        self.precision = check_precision("adem_precision", adem_precision)
         super().__init__(refs_mode=refs_mode, tokenizer="model")
         self.adem_model = os.fspath(adem_model) if adem_model is not None else None
         self._model = None
@@ -115,19 +123,35 @@ class AdemScore(Metric):
     def signature_options(self) -> list[tuple[str, Any]]:
         # read once per metric object (every batch's output carries the signature)
         if getattr(self, "_signed", None) is None:
+            from .encoding import check_runtime
+
             if self._model is None:
-                self._signed = signature_of(self.adem_model, self.name, self._peek()[1])
+                config = self._peek()[1]
+                params, state = config.get("params") or {}, config.get("state") or {}
+                check_runtime(str(params.get("encoder", "minilm")), "weights_id_" in state, self.device, self.precision)
+                signed = signature_of(self.adem_model, self.name, config)
             else:
                 m = self._model
-                self._signed = signature_of(self.adem_model, self.name)[:1] + [
+                check_runtime(m.encoder, m.is_tuned(), self.device, self.precision)
+                signed = signature_of(self.adem_model, self.name)[:1] + [
                     ("encoder", getattr(m, "encoder_fingerprint_", m.encoder)), ("preset", m.preset),
                     ("pca", int(m.M_.shape[0]))]
+            # the default (cpu, fp32) adds nothing: its signature is as it always was
+            if self.device != "cpu":
+                signed.append(("device", self.device))
+            if self.precision != "fp32":
+                signed.append(("dtype", self.precision))
+            self._signed = signed
         return list(self._signed)
 
     def multi_stats(self, batch: Batch) -> np.ndarray:
+        from . import encoding
+
         m = self.model
         refs = batch.refs if self.needs_references else [[] for _ in batch.hyps]
-        return m.predict(batch.contexts, refs, batch.hyps)[:, None]
+        # `m.predict` with the encoder on this metric's device and precision (the same steps)
+        enc = encoding.model_encoder(m, self.device, self.precision)
+        return m.predict_vectors(*encoding.encode(enc, batch.contexts, refs, batch.hyps))[:, None]
 
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
