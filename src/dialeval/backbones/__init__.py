@@ -10,7 +10,7 @@ transformers)::
     from dialeval.backbones import load_backbone
     bb = load_backbone(path, kind="auto", device="cpu")   # cached per process (LRU, see cache.py)
     bb.tokenizer, bb.model, bb.fingerprint                 # HF tokenizer, torch module, short id
-    bb.encode(texts, pooling="model", normalize=None)      # (n, d) float32, fixed-shape batches
+    bb.encode(texts, pooling="model", normalize=None)      # (n, d) float32, one token length a batch
     bb.token_states(texts, layer=-1)                       # per text: states, ids, offsets, special mask
     bb.text_encoder(pooling=..., ...)                      # a view remembering each text's vector
 
@@ -20,8 +20,9 @@ transformers)::
   .gguf file itself). Loading is always offline (`local_files_only`, HF_HUB_OFFLINE).
 - `pooling` (`pooling.py`): "model" (the folder's own sentence-transformers pipeline, bit for
   bit), "mean", "max", "mean+max", "cls".
-- batching (`batching.py`): texts of one token length per batch, batches sorted by length and
-  filled to a fixed row count, so a text's vector never depends on the other texts of a run.
+- batching (`batching.py`): texts of one token length per batch (no padding), batches sorted by
+  length, copies added only to a batch under 8 positions, so a text's vector never depends on
+  the other texts of a run.
 - threads and device (`runtime.py`): one torch-thread policy (the idle cores, or
   $OMP_NUM_THREADS), `device` "cpu" (default) or "cuda"; `check_device(option, value)`, the one
   refusal of a device that is not here (every model metric's constructor calls it), and
@@ -45,7 +46,7 @@ _LAZY = {
     "clear_backbones": "cache", "clear_vectors": "cache", "cached_backbones": "cache",
     "model_fingerprint": "fingerprint", "default_sentence_model": "defaults",
     "pool": "pooling", "POOLINGS": "pooling",
-    "length_batches": "batching", "filled": "batching",
+    "length_batches": "batching", "filled": "batching", "min_filled": "batching", "pass_rows": "batching",
     "default_threads": "runtime", "apply_thread_policy": "runtime", "resolve_device": "runtime",
     "check_device": "runtime", "check_precision": "runtime", "available_devices": "runtime",
     "LowerStates": "tuning", "TunedBackbone": "tuning", "tune_top_layers": "tuning", "TuneResult": "tuning",

@@ -1,6 +1,7 @@
 """Texts through a backbone: pooled vectors (remembered per text) and per-token states.
 
-Both run the fixed-shape batching of batching.py, so a text's numbers depend on the text alone.
+Both batch texts of one token length and fill only batches under MIN_POSITIONS positions
+(batching.py `pass_rows`), so a text's numbers depend on the text alone.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import DialevalError
-from .batching import filled, length_batches
+from . import batching
+from .batching import length_batches
 from .layers import states_reader
 from .pooling import POOLINGS, normalize as l2_normalize, pool
 
@@ -59,8 +61,10 @@ class TextEncoder:
         missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
         if missing:
             inputs = self.inputs(missing)
-            for rows in length_batches(self.lengths(inputs), self.batch_size):
-                vectors = self._run([inputs[i] for i in filled(rows, self.batch_size)])
+            lengths = self.lengths(inputs)
+            for rows in length_batches(lengths, self.batch_size):
+                full = batching.pass_rows(rows, lengths[rows[0]], self.batch_size, self.backbone.device)
+                vectors = self._run([inputs[i] for i in full])
                 for r, i in enumerate(rows):
                     self.cache[missing[i]] = vectors[r]
             self.encoded += len(missing)
@@ -69,7 +73,7 @@ class TextEncoder:
         return np.stack([self.cache[t] for t in texts])
 
     def _run(self, batch: list[str]) -> np.ndarray:
-        """One fixed-shape batch (all texts of one token length) -> float32 vectors."""
+        """One batch (all texts of one token length, no padding) -> float32 vectors."""
         bb = self.backbone
         if self.pooling == "model":
             vectors = bb.sentence_model.encode(batch, batch_size=len(batch), convert_to_numpy=True,
@@ -130,7 +134,7 @@ def token_states_at(backbone, texts: Sequence[str], layers: Sequence[int], batch
     index = {layer: layer % (depth + 1) if depth else layer for layer in layers}
     run = states_reader(backbone.model, max(index.values()) if depth else None, whole)
     for rows in length_batches(lengths, size):
-        batch = [texts[i] for i in filled(rows, size)]
+        batch = [texts[i] for i in batching.pass_rows(rows, lengths[rows[0]], size, backbone.device)]
         enc = tokenizer(batch, padding=True, truncation=True, max_length=limit, return_tensors="pt",
                         return_offsets_mapping=True, return_special_tokens_mask=True)
         offsets = enc.pop("offset_mapping")

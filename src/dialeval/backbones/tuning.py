@@ -31,7 +31,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import DialevalError
-from .batching import filled, length_batches
+from . import batching
+from .batching import length_batches
 from .layers import embed, encoder_layers, pad_states, run_layers
 from .pooling import normalize as l2_normalize, pool
 from .runtime import apply_thread_policy
@@ -125,8 +126,8 @@ def scoring_layers(base, layers: Mapping[int, Mapping[str, Any]]):
 
 class TunedBackbone:
     """A backbone with its top layers replaced by tuned ones: `encode(texts)` as the backbone's
-    own pooled vectors (fixed-shape batches, each text run once), and `fingerprint()` naming
-    base, tuned layer count and their content hash."""
+    own pooled vectors (one token length per batch, batching.py `pass_rows`; each text run once),
+    and `fingerprint()` naming base, tuned layer count and their content hash."""
 
     def __init__(self, backbone, layers: Mapping[int, Mapping[str, Any]], *, weights_id: str, base_name: str,
                  pooling: str = "mean", normalize: bool = False, max_length: int | None = None,
@@ -156,7 +157,9 @@ class TunedBackbone:
             lower = encoder_layers(self.base)[:self.n_lower]
             with torch.inference_mode():
                 for rows in length_batches([len(x) for x in ids], self.batch_size):
-                    inp = torch.tensor([ids[i] for i in filled(rows, self.batch_size)])
+                    full = batching.pass_rows(rows, len(ids[rows[0]]), self.batch_size,
+                                               self.backbone.device)
+                    inp = torch.tensor([ids[i] for i in full])
                     att = torch.ones_like(inp)
                     hidden = run_layers(self.base, lower, embed(self.base, inp), att)
                     out = pool(run_layers(self.base, self.top, hidden, att), att, self.pooling)
