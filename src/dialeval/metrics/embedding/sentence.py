@@ -10,11 +10,11 @@ vectors per model for the process (and so per Dask worker).
 A text's vector must not depend on which other texts share its batch, or sharding, resuming
 and Dask would change the last bits of the scores (padding a batch to its longest text moves
 float32 results by ~1e-7). So texts are batched only with texts of the same token length (no
-padding), and every batch has the same number of rows, `sentence_batch_size` (a short one is
-filled up with copies of its first text): MKL rounds a product of fewer than 4 rows differently,
-and a one-token text ("hi": 3 positions with [CLS] and [SEP]) encoded in a batch of its own
-differed by 2.7e-7 from the same text in a batch of eight. DSTC6 through Dask showed it: 3 of
-40,000 values moved by 6e-8 before this. With the fixed shape, a vector depends on its text alone.
+padding), at most `sentence_batch_size` rows a batch, and a very short text alone gets copies of
+itself (`backbones.batching.pass_rows`): a one-token text ("hi": 3 positions with [CLS] and
+[SEP]) encoded in a batch of its own differed by 2.7e-7 from the same text in a batch of eight.
+DSTC6 through Dask showed it: 3 of 40,000 values moved by 6e-8 before this. So a vector depends
+on its text alone.
 """
 
 from __future__ import annotations
