@@ -1,0 +1,133 @@
+"""Does the LLM judge earn a weight in `compose` / `compose_ref`? Leave one rated set out.
+
+For every local rated set: fit the shipped kind of composition (ridge, weights >= 0, `overall`)
+on the other sets, once over the usual members and once with `judge` added as a candidate
+member, score the held-out set with each, and correlate with the set's main quality. The
+ridge decides the judge's weight; the held-out sets decide whether it helps. No training
+negatives here (`--negative-share 0`, unlike the shipped recipe): the judge would have to score
+every negative row too, about twice the rated rows, which this machine could not afford beside
+the rest (the note says so); both arms are fitted the same way, so the comparison is fair.
+
+    python3 benchmarks/judge_compose_lodo.py --data-root $DATA [--judge-model PATH] [--out DIR]
+
+Scores are cached per set under OUT/scores/ (one column per metric; the MME and reference
+columns are shared with negatives_lodo.py's cache when --mme-cache points at it). Writes
+OUT/judge_compose_lodo.md and .json, and prints the judge's CPU seconds per item.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "src"))
+
+from negatives_lodo import MME, REFS, cached_columns, log  # noqa: E402
+
+
+def main() -> None:
+    from bench_compose import EXCLUDE, SETS
+
+    from dialeval.data.datasets import load_dataset
+    from dialeval.meta.compose_eval import HeldOut, paired_mean_difference
+    from dialeval.meta.correlation import correlate
+    from dialeval.metrics.compose.model import ComposeModel, DevSet
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-root", default=os.environ.get("DATA", "../shared/data"))
+    ap.add_argument("--judge-model", default=None, help="a local causal LM (default: the installed SmolLM2)")
+    ap.add_argument("--mme-cache", default=os.path.join(HERE, "out", "negatives_lodo", "scores"),
+                    help="folder of cached MME ('after') and reference columns, scored here when absent")
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "judge_compose_lodo"))
+    ap.add_argument("--n-boot", type=int, default=1000)
+    args = ap.parse_args()
+
+    alias = {"engagement": "engaging", "fluent": "fluency"}
+    judge_opts = {"judge_model": args.judge_model} if args.judge_model else {}
+    devs, cpu, items = [], 0.0, 0
+    for name in SETS:
+        log(name)
+        samples = [s for s in load_dataset(name, os.path.join(args.data_root, SETS[name])).samples
+                   if s.system not in EXCLUDE.get(name, ())]
+        mme = cached_columns(os.path.join(args.mme_cache, "after", f"{name}.npz"), samples, MME, {})
+        refs = cached_columns(os.path.join(args.mme_cache, "refs", f"{name}.npz"), samples, REFS, {})
+        path = os.path.join(args.out, "scores", f"{name}.npz")
+        fresh = not os.path.exists(path)
+        t0 = time.process_time()
+        judge = cached_columns(path, samples, ["judge"], judge_opts)
+        if fresh:
+            cpu, items = cpu + time.process_time() - t0, items + len(samples)
+        dev = DevSet.from_samples(name, samples, {**mme, **refs, **judge})
+        dev.human = {alias.get(q, q): v for q, v in dev.human.items()}
+        devs.append(dev)
+
+    def main_quality(d) -> str:
+        return "overall" if "overall" in d.human else sorted(d.human)[0]
+
+    def has_refs(d) -> bool:
+        return bool(np.isfinite(d.scores["sent_cosine"]).any())
+
+    preds: dict[str, dict[str, np.ndarray]] = {"judge": {d.name: d.scores["judge"] for d in devs}}
+    weights: dict[str, list[float]] = {}
+    for label, members in (("compose", MME), ("compose + judge", MME + ["judge"]),
+                           ("compose_ref", MME + REFS), ("compose_ref + judge", MME + REFS + ["judge"])):
+        pool = [d for d in devs if not label.startswith("compose_ref") or has_refs(d)]
+        for k, d in enumerate(pool):
+            rest = [x for j, x in enumerate(pool) if j != k]
+            model = ComposeModel(method="ridge", positive=True, seed=0)
+            model.fit(rest, members, ["overall"])
+            preds.setdefault(label, {})[d.name] = model.predict(d.scores, "overall")
+            if "judge" in members:
+                weights.setdefault(label, []).append(model.weights_for("overall")["judge"])
+
+    names = [d.name for d in devs]
+    by_name = {d.name: d for d in devs}
+    held: list[HeldOut] = []
+    table: dict[str, dict] = {}
+    for label, by_set in preds.items():
+        for name, pred in by_set.items():
+            d = by_name[name]
+            q = main_quality(d)
+            c = correlate(pred, d.human[q], methods=["spearman"], n_boot=args.n_boot, seed=0)[0]
+            table.setdefault(label, {})[name] = {"quality": q, "r": c.r, "lo": c.ci_low, "hi": c.ci_high, "n": c.n}
+            held.append(HeldOut(name, q, label, c.r, c.n, False, np.asarray(pred, float),
+                                np.asarray(d.human[q], float)))
+    lines = ["| metric | " + " | ".join(names) + " | mean |", "|---|" + "---|" * (len(names) + 1)]
+    for label, got in table.items():
+        cells = [f"{got[s]['r']:.3f} [{got[s]['lo']:.2f}, {got[s]['hi']:.2f}]" if s in got else "" for s in names]
+        vals = [got[s]["r"] for s in names if s in got and math.isfinite(got[s]["r"])]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | **{np.mean(vals):.3f}** ({len(vals)}) |")
+    lines += ["", "| paired difference (mean over the sets both score) | sets | mean | 95% CI | wins |",
+              "|---|---:|---:|---|---:|"]
+    diffs = {}
+    for a, b in (("compose + judge", "compose"), ("compose_ref + judge", "compose_ref"), ("judge", "compose")):
+        diff = paired_mean_difference(held, a, b, n_boot=args.n_boot, seed=0)
+        diffs[f"{a} - {b}"] = diff.to_dict()
+        lines.append(f"| {a} - {b} | {diff.pairs} | {diff.mean_diff:+.3f} | [{diff.ci_low:+.3f}, {diff.ci_high:+.3f}] | "
+                     f"{diff.wins}/{diff.pairs} |")
+    lines += ["", "| composition | judge's weight in the 'overall' fit, per held-out set (min / mean / max) |",
+              "|---|---|"]
+    for label, ws in weights.items():
+        lines.append(f"| {label} | {min(ws):.3f} / {np.mean(ws):.3f} / {max(ws):.3f} |")
+    if items:
+        lines += ["", f"judge cost: {cpu:.0f} CPU s for {items} items ({cpu / items:.2f} CPU s per item, "
+                      "model load included)"]
+    text = "\n".join(lines)
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "judge_compose_lodo.md"), "w", encoding="utf-8") as handle:
+        handle.write(text + "\n")
+    with open(os.path.join(args.out, "judge_compose_lodo.json"), "w", encoding="utf-8") as handle:
+        json.dump({"rows": table, "differences": diffs, "judge_weights": weights}, handle, indent=1, default=float)
+
+
+if __name__ == "__main__":
+    main()
