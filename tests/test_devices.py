@@ -37,6 +37,8 @@ DEVICE_METRICS = [
     ("lm_fluency_raw", "lm_device", {"lm_model": LM}),
     ("deep_fm", "lm_device", {"lm_model": LM}),
     ("deep_amfm", "lm_device", {"lm_model": LM}),
+    ("deep_am", "sentence_device", {}),                  # the sentence encoder's vectors
+    ("deep_amfm", "sentence_device", {"lm_model": LM}),
     ("judge", "judge_device", {}),
     *[(v, "adem_device", {"adem_model": ADEM[v]}) for v in ("adem", "c_adem", "r_adem")],
     *[(m, "mme_device", {"mme_model": MME}) for m in MME_METRICS],

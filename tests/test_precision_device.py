@@ -163,3 +163,23 @@ def test_cuda_without_a_gpu_is_refused_in_one_line_with_exit_2(tmp_path, capsys,
     assert out == ""
     assert not (tmp_path / "out.jsonl").exists()
     assert (len(cached_backbones()), len(opened_models())) == before
+
+
+def test_deep_am_takes_the_sentence_encoders_precision_and_device():
+    """deep_am (and deep_amfm's AM half) read sent_cosine's vectors, so they take its options:
+    fp32 signs as before, bf16 is named and stays within the sentence encoder's measured gap
+    (docs/speed.md: 0.0038 on USR-TC), and a CUDA device without a GPU is refused in one line."""
+    from dialeval.data.readers import read_samples
+    from dialeval.scoring import score
+
+    samples = read_samples(str(DEMO))
+    fp32 = score(samples, ["deep_am"], progress=False)
+    bf16 = score(samples, ["deep_am"], progress=False, sentence_precision="bf16")
+    assert "encoder_dtype" not in str(fp32.signatures["deep_am"])
+    assert "|encoder_dtype:bf16|" in str(bf16.signatures["deep_am"])
+    a, b = fp32.sentence["deep_am"], bf16.sentence["deep_am"]
+    assert np.array_equal(np.isnan(a), np.isnan(b)) and np.nanmax(np.abs(a - b)) < 0.01
+    assert np.nanmax(np.abs(a - b)) > 0                         # bf16 did run
+    if not torch.cuda.is_available():
+        with pytest.raises(DialevalError, match=r"^--sentence-device cuda: torch sees no CUDA device here"):
+            build_metric("deep_amfm", sentence_device="cuda")

