@@ -48,3 +48,32 @@ def test_each_distinct_text_runs_once_across_metrics():
     assert encoded < sum(n for _, n, _ in alone.values())
     for name in NAMES:
         assert np.array_equal(together.sentence[name], alone[name][0].sentence[name], equal_nan=True), name
+
+
+def test_bertscore_reads_each_text_once_across_shards_and_its_three_metrics(monkeypatch):
+    """References repeat across systems, so across shards: BERTScore keeps the token states of
+    texts already read (`--bertscore-memo-mb`, beside the backbone, shared by p, r and f) and
+    runs each distinct text once; the values are those without the memo, bit for bit."""
+    from dialeval.backbones import clear_backbones, encoding
+    from dialeval.data.readers import read_samples
+    from dialeval.scoring import score
+
+    samples = read_samples(str(ROOT / "examples" / "demo.jsonl"))
+    read: list[str] = []
+    real = encoding.token_states_at
+
+    def counting(backbone, texts, *args, **kwargs):
+        read.extend(texts)
+        return real(backbone, texts, *args, **kwargs)
+
+    monkeypatch.setattr(encoding, "token_states_at", counting)
+    names = ["bertscore_p", "bertscore_r", "bertscore_f"]
+    clear_backbones()
+    memo = score(samples, names, progress=False, chunk_size=2)
+    once, read[:] = list(read), []
+    clear_backbones()
+    plain = score(samples, names, progress=False, chunk_size=2, bertscore_memo_mb=0)
+    assert len(once) == len(set(once))                   # each text read once
+    assert len(read) > len(once)                         # without the memo, shards read references again
+    for name in names:
+        assert np.array_equal(memo.sentence[name], plain.sentence[name], equal_nan=True), name

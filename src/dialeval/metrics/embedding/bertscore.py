@@ -34,7 +34,7 @@ import hashlib
 import json
 import math
 import os
-from collections import Counter
+from collections import Counter, OrderedDict
 from typing import Any, Literal, Sequence
 
 import numpy as np
@@ -94,6 +94,39 @@ class DocumentFrequencies:
         return cls(Counter(dict(zip(arrays["ids"].tolist(), arrays["df"].tolist()))), int(arrays["docs"][0]))
 
 
+# Token states of texts already read, kept for the run (`--bertscore-memo-mb`): a reference is
+# read by every system's rows and, in a sharded run, by every shard (DSTC6, 20,000 rows x 4
+# references: BERTScore cost 2.8x the raw passes of its distinct texts without it). A text's states
+# do not depend on its batch (backbones/batching.py), so the memo changes no value.
+DEFAULT_MEMO_MB = 512
+
+
+class _StateMemo:
+    """text -> (float32 token states, token ids), least recently used dropped beyond `limit` bytes.
+    Kept beside the backbone (`Backbone.attach`), so bertscore_p, _r and _f share one."""
+
+    def __init__(self, limit: int):
+        self.limit = int(limit)
+        self.size = 0
+        self.items: OrderedDict[str, tuple[np.ndarray, list[int]]] = OrderedDict()
+
+    def get(self, text: str):
+        item = self.items.get(text)
+        if item is not None:
+            self.items.move_to_end(text)
+        return item
+
+    def put(self, text: str, states: np.ndarray, ids: list[int]) -> None:
+        if self.limit <= 0 or text in self.items:
+            return
+        states = np.array(states, dtype=np.float32, copy=True)     # not a view holding its batch
+        self.items[text] = (states, ids)
+        self.size += states.nbytes
+        while self.size > self.limit and self.items:
+            _, (old, _) = self.items.popitem(last=False)
+            self.size -= old.nbytes
+
+
 class _Reader:
     """One encoder at one layer: normalised token states and token ids of texts. The encoder runs
     only up to the deepest layer read (backbones.layers.states_reader); `whole` = True runs it all,
@@ -102,7 +135,7 @@ class _Reader:
     whole = False
 
     def __init__(self, folder: str, layer: int | None, batch_size: int, device: str = "cpu",
-                 precision: str = "fp32"):
+                 precision: str = "fp32", memo_mb: float = DEFAULT_MEMO_MB):
         from ...backbones import load_backbone
 
         self.backbone = load_backbone(folder, kind="hf", device=device, precision=precision)
@@ -116,6 +149,9 @@ class _Reader:
         self.limit = int(getattr(tok, "model_max_length", 512) or 512)
         if self.limit > 100_000:
             self.limit = 512
+        limit = int(float(memo_mb) * 2 ** 20)
+        self.memo = self.backbone.attach(("bertscore-states", self.layer, self.limit, limit),
+                                         lambda: _StateMemo(limit))
 
     def ids(self, text: str) -> list[int]:
         return list(self.backbone.tokenizer.encode(text.strip(), add_special_tokens=True,
@@ -129,18 +165,34 @@ class _Reader:
         wanted = [self.layer] if layers is None else list(layers)
         distinct = list(dict.fromkeys(t.strip() for t in texts if t.strip()))
         by_layer: dict[int, dict[str, tuple[np.ndarray, list[int]]]] = {layer: {} for layer in wanted}
-        if distinct:
-            states = token_states_at(self.backbone, distinct, wanted, self.batch_size, self.limit, self.whole)
+        todo = distinct
+        if layers is None:                      # the metric's own layer: what the memo holds
+            todo = []
+            for text in distinct:
+                known = self.memo.get(text)
+                if known is None:
+                    todo.append(text)
+                else:
+                    by_layer[self.layer][text] = _unit(*known)
+        if todo:
+            states = token_states_at(self.backbone, todo, wanted, self.batch_size, self.limit, self.whole)
             for layer in wanted:
-                for text, st in zip(distinct, states[layer]):
-                    v = st.states.astype(np.float64)
-                    norms = np.linalg.norm(v, axis=1, keepdims=True)
-                    by_layer[layer][text] = (v / np.where(norms > 0, norms, 1.0), list(st.input_ids))
+                for text, st in zip(todo, states[layer]):
+                    by_layer[layer][text] = _unit(st.states, list(st.input_ids))
+                    if layers is None:
+                        self.memo.put(text, st.states, list(st.input_ids))
         return by_layer[self.layer] if layers is None else by_layer
 
     def plain_weights(self, ids: Sequence[int]) -> np.ndarray:
         """Weight 1 for every token but the special ones (bert-score without idf)."""
         return np.array([0.0 if i in self.special else 1.0 for i in ids])
+
+
+def _unit(states: np.ndarray, ids: list[int]) -> tuple[np.ndarray, list[int]]:
+    """Token states as unit float64 rows, and the ids."""
+    v = states.astype(np.float64)
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return v / np.where(norms > 0, norms, 1.0), ids
 
 
 def pair_scores(h: tuple[np.ndarray, np.ndarray], r: tuple[np.ndarray, np.ndarray]) -> tuple[float, float, float]:
@@ -176,6 +228,8 @@ class BertScore(Metric):
         bertscore_precision: encoder weight dtype, fp32 (default) or bf16 (faster on CPUs with
             AVX512-BF16; scores within 0.01 of fp32: docs/speed.md; named in the signature)
         bertscore_device: torch device of the encoder (default cpu; another is named in the signature)
+        bertscore_memo_mb: token states of texts already read kept for the run, in MB (default
+            512; 0 keeps none): references repeat across systems and shards; values do not change
     """
 
     native_tokenizer = "model"
@@ -188,7 +242,8 @@ class BertScore(Metric):
     def __init__(self, bertscore_model: str | os.PathLike | None = None, bertscore_layer: int | None = None,
                  bertscore_idf: bool = False, bertscore_rescale: bool = False,
                  bertscore_batch_size: int = DEFAULT_BATCH_SIZE, bertscore_precision: Literal["fp32", "bf16"] = "fp32",
-                 bertscore_device: str = "cpu", refs_mode: str = "multi", tokenizer: str | None = None):
+                 bertscore_device: str = "cpu", bertscore_memo_mb: float = DEFAULT_MEMO_MB,
+                 refs_mode: str = "multi", tokenizer: str | None = None):
         from ...backbones.runtime import check_device, check_precision
 
         self.device = check_device("bertscore_device", bertscore_device)
@@ -199,6 +254,9 @@ class BertScore(Metric):
         self.idf = bool(bertscore_idf)
         self.rescale = bool(bertscore_rescale)
         self.batch_size = int(bertscore_batch_size)
+        if not float(bertscore_memo_mb) >= 0:
+            raise DialevalError(f"--bertscore-memo-mb {bertscore_memo_mb}: give a size in MB, 0 or more")
+        self.memo_mb = float(bertscore_memo_mb)
         self._reader: _Reader | None = None
         self._baseline: tuple[np.ndarray, str] | None = None
 
@@ -213,7 +271,8 @@ class BertScore(Metric):
     @property
     def reader(self) -> _Reader:
         if self._reader is None:
-            self._reader = _Reader(self.folder, self.requested_layer, self.batch_size, self.device, self.precision)
+            self._reader = _Reader(self.folder, self.requested_layer, self.batch_size, self.device, self.precision,
+                                   self.memo_mb)
             if self.rescale:
                 self._baseline = self._find_baseline(self._reader.layer)
         return self._reader
