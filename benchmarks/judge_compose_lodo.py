@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -30,15 +29,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-from negatives_lodo import MME, REFS, cached_columns, log  # noqa: E402
+from negatives_lodo import MME, REFS, cached_columns, held_out_tables, log  # noqa: E402
 
 
 def main() -> None:
     from bench_compose import EXCLUDE, SETS
 
     from dialeval.data.datasets import load_dataset
-    from dialeval.meta.compose_eval import HeldOut, paired_mean_difference
-    from dialeval.meta.correlation import correlate
     from dialeval.metrics.compose.model import ComposeModel, DevSet
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -69,9 +66,6 @@ def main() -> None:
         dev.human = {alias.get(q, q): v for q, v in dev.human.items()}
         devs.append(dev)
 
-    def main_quality(d) -> str:
-        return "overall" if "overall" in d.human else sorted(d.human)[0]
-
     def has_refs(d) -> bool:
         return bool(np.isfinite(d.scores["sent_cosine"]).any())
 
@@ -88,31 +82,8 @@ def main() -> None:
             if "judge" in members:
                 weights.setdefault(label, []).append(model.weights_for("overall")["judge"])
 
-    names = [d.name for d in devs]
-    by_name = {d.name: d for d in devs}
-    held: list[HeldOut] = []
-    table: dict[str, dict] = {}
-    for label, by_set in preds.items():
-        for name, pred in by_set.items():
-            d = by_name[name]
-            q = main_quality(d)
-            c = correlate(pred, d.human[q], methods=["spearman"], n_boot=args.n_boot, seed=0)[0]
-            table.setdefault(label, {})[name] = {"quality": q, "r": c.r, "lo": c.ci_low, "hi": c.ci_high, "n": c.n}
-            held.append(HeldOut(name, q, label, c.r, c.n, False, np.asarray(pred, float),
-                                np.asarray(d.human[q], float)))
-    lines = ["| metric | " + " | ".join(names) + " | mean |", "|---|" + "---|" * (len(names) + 1)]
-    for label, got in table.items():
-        cells = [f"{got[s]['r']:.3f} [{got[s]['lo']:.2f}, {got[s]['hi']:.2f}]" if s in got else "" for s in names]
-        vals = [got[s]["r"] for s in names if s in got and math.isfinite(got[s]["r"])]
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | **{np.mean(vals):.3f}** ({len(vals)}) |")
-    lines += ["", "| paired difference (mean over the sets both score) | sets | mean | 95% CI | wins |",
-              "|---|---:|---:|---|---:|"]
-    diffs = {}
-    for a, b in (("compose + judge", "compose"), ("compose_ref + judge", "compose_ref"), ("judge", "compose")):
-        diff = paired_mean_difference(held, a, b, n_boot=args.n_boot, seed=0)
-        diffs[f"{a} - {b}"] = diff.to_dict()
-        lines.append(f"| {a} - {b} | {diff.pairs} | {diff.mean_diff:+.3f} | [{diff.ci_low:+.3f}, {diff.ci_high:+.3f}] | "
-                     f"{diff.wins}/{diff.pairs} |")
+    pairs = [("compose + judge", "compose"), ("compose_ref + judge", "compose_ref"), ("judge", "compose")]
+    table, diffs, lines = held_out_tables(preds, devs, pairs, args.n_boot)
     lines += ["", "| composition | judge's weight in the 'overall' fit, per held-out set (min / mean / max) |",
               "|---|---|"]
     for label, ws in weights.items():

@@ -67,12 +67,49 @@ def negative_rows(samples, seed: int = 0):
     return [r for r in rows if r.id in keep]
 
 
+def main_quality(dev) -> str:
+    """The set's main quality: overall where rated, else its first."""
+    return "overall" if "overall" in dev.human else sorted(dev.human)[0]
+
+
+def held_out_tables(preds: dict[str, dict[str, np.ndarray]], devs, pairs, n_boot: int):
+    """(rows, paired differences, markdown lines) of held-out predictions: per label and set the
+    Spearman with the set's main quality and its 95% bootstrap CI, the mean over sets, and for
+    each (a, b) in `pairs` the paired mean difference a - b (bootstrap over items)."""
+    from dialeval.meta.compose_eval import HeldOut, paired_mean_difference
+    from dialeval.meta.correlation import correlate
+
+    by_name = {d.name: d for d in devs}
+    held: list = []
+    table: dict[str, dict] = {}
+    for label, by_set in preds.items():
+        for name, pred in by_set.items():
+            d = by_name[name]
+            q = main_quality(d)
+            c = correlate(pred, d.human[q], methods=["spearman"], n_boot=n_boot, seed=0)[0]
+            table.setdefault(label, {})[name] = {"quality": q, "r": c.r, "lo": c.ci_low, "hi": c.ci_high, "n": c.n}
+            held.append(HeldOut(name, q, label, c.r, c.n, False, np.asarray(pred, float), np.asarray(d.human[q], float)))
+    names = [d.name for d in devs]
+    lines = ["| metric | " + " | ".join(names) + " | mean |", "|---|" + "---|" * (len(names) + 1)]
+    for label, got in table.items():
+        cells = [f"{got[s]['r']:.3f} [{got[s]['lo']:.2f}, {got[s]['hi']:.2f}]" if s in got else "" for s in names]
+        vals = [got[s]["r"] for s in names if s in got and math.isfinite(got[s]["r"])]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | **{np.mean(vals):.3f}** ({len(vals)}) |")
+    lines += ["", "| paired difference (mean over the sets both score) | sets | mean | 95% CI | wins |",
+              "|---|---:|---:|---|---:|"]
+    diffs = {}
+    for a, b in pairs:
+        diff = paired_mean_difference(held, a, b, n_boot=n_boot, seed=0)
+        diffs[f"{a} - {b}"] = diff.to_dict()
+        lines.append(f"| {a} - {b} | {diff.pairs} | {diff.mean_diff:+.3f} | [{diff.ci_low:+.3f}, {diff.ci_high:+.3f}] | "
+                     f"{diff.wins}/{diff.pairs} |")
+    return table, diffs, lines
+
+
 def main() -> None:
     from bench_compose import EXCLUDE, SETS
 
     from dialeval.data.datasets import load_dataset
-    from dialeval.meta.compose_eval import HeldOut, paired_mean_difference
-    from dialeval.meta.correlation import correlate
     from dialeval.metrics.compose.model import ComposeModel, DevSet
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -105,9 +142,6 @@ def main() -> None:
                                        {"mme_model": folder})
                 negs[tag][name] = {**ncols, **neg_refs}
 
-    def main_quality(d) -> str:
-        return "overall" if "overall" in d.human else sorted(d.human)[0]
-
     def has_refs(d) -> bool:
         return bool(np.isfinite(d.scores["sent_cosine"]).any())
 
@@ -124,35 +158,11 @@ def main() -> None:
                 preds.setdefault(f"{label} ({tag})", {})[d.name] = model.predict(d.scores, "overall")
     preds["sent_cosine"] = {d.name: d.scores["sent_cosine"] for d in devs["before"] if has_refs(d)}
 
-    by_name = {d.name: d for d in devs["before"]}
-    held: list[HeldOut] = []
-    table: dict[str, dict] = {}
-    for label, by_set in preds.items():
-        for name, pred in by_set.items():
-            d = by_name[name]
-            q = main_quality(d)
-            c = correlate(pred, d.human[q], methods=["spearman"], n_boot=args.n_boot, seed=0)[0]
-            table.setdefault(label, {})[name] = {"quality": q, "r": c.r, "lo": c.ci_low, "hi": c.ci_high, "n": c.n}
-            held.append(HeldOut(name, q, label, c.r, c.n, False, np.asarray(pred, float), np.asarray(d.human[q], float)))
-
-    names = [d.name for d in devs["before"]]
-    lines = ["| metric | " + " | ".join(names) + " | mean |", "|---|" + "---|" * (len(names) + 1)]
-    for label, got in table.items():
-        cells = [f"{got[s]['r']:.3f} [{got[s]['lo']:.2f}, {got[s]['hi']:.2f}]" if s in got else "" for s in names]
-        vals = [got[s]["r"] for s in names if s in got and math.isfinite(got[s]["r"])]
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | **{np.mean(vals):.3f}** ({len(vals)}) |")
-    lines += ["", "| paired difference (mean over the sets both score) | sets | mean | 95% CI | wins |",
-              "|---|---:|---:|---|---:|"]
-    diffs = {}
-    for label in ("mme_rm", "compose", "compose_ref"):
-        for a, b in ((f"{label} (after)", f"{label} (before)"), (f"{label} (after)", "sent_cosine"),
-                     (f"{label} (before)", "sent_cosine")):
-            if label == "mme_rm" and b == "sent_cosine":
-                continue
-            diff = paired_mean_difference(held, a, b, n_boot=args.n_boot, seed=0)
-            diffs[f"{a} - {b}"] = diff.to_dict()
-            lines.append(f"| {a} - {b} | {diff.pairs} | {diff.mean_diff:+.3f} | [{diff.ci_low:+.3f}, {diff.ci_high:+.3f}] | "
-                         f"{diff.wins}/{diff.pairs} |")
+    pairs = [(a, b) for label in ("mme_rm", "compose", "compose_ref")
+             for a, b in ((f"{label} (after)", f"{label} (before)"), (f"{label} (after)", "sent_cosine"),
+                          (f"{label} (before)", "sent_cosine"))
+             if not (label == "mme_rm" and b == "sent_cosine")]
+    table, diffs, lines = held_out_tables(preds, devs["before"], pairs, args.n_boot)
     text = "\n".join(lines)
     print(text)
     os.makedirs(args.out, exist_ok=True)
