@@ -140,15 +140,22 @@ def _load_lm(path: str, device: str) -> LoadedLM:
 PRECISIONS = {"fp32": "float32", "bf16": "bfloat16"}
 
 
-def cached_lm(path: str | os.PathLike, device: str = "cpu", layout: str | None = None,
-              precision: str = "fp32") -> LoadedLM:
-    """One loaded copy per (folder, device, layout, precision) per process: coherence and fluency
-    share it. layout: None or "auto" keeps the model's own (an adapter's stored frame, else plain)."""
+def lm_settings(layout: str | None, precision: str) -> tuple[str | None, str]:
+    """`--lm-layout` and `--lm-precision` checked, the layout None for the model's own ("auto"):
+    the one check every LM metric and the loader make."""
     layout = None if layout in (None, "", "auto") else layout
     if layout is not None and layout not in LAYOUTS:
         raise DialevalError(f"--lm-layout {layout!r}: choose from auto, {', '.join(LAYOUTS)}")
     if precision not in PRECISIONS:
         raise DialevalError(f"--lm-precision {precision!r}: choose from {', '.join(PRECISIONS)}")
+    return layout, precision
+
+
+def cached_lm(path: str | os.PathLike, device: str = "cpu", layout: str | None = None,
+              precision: str = "fp32") -> LoadedLM:
+    """One loaded copy per (folder, device, layout, precision) per process: coherence and fluency
+    share it. layout: None or "auto" keeps the model's own (an adapter's stored frame, else plain)."""
+    layout, precision = lm_settings(layout, precision)
     from ...models.artifacts import open_model
 
     def load(folder: str) -> LoadedLM:

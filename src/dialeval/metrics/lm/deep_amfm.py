@@ -176,7 +176,7 @@ class _LMHalf(LazyLM):
             raise needs_model(metric, "lm_model", "a language model", "train one with `dialeval train lm`")
         if fm_refs not in FM_REFS:
             raise DialevalError(f"unknown --fm-refs {fm_refs!r}; choose from {', '.join(FM_REFS)}")
-        from .checkpoint import LAYOUTS, PRECISIONS
+        from .checkpoint import lm_settings
 
         self.model_dir = os.fspath(lm_model)
         self.batch_size = int(batch_size)
@@ -186,12 +186,7 @@ class _LMHalf(LazyLM):
                                 f"got {batch_size} and {token_budget}")
         self.device = device
         self.fm_refs = fm_refs
-        layout = None if layout in (None, "", "auto") else layout
-        if layout is not None and layout not in LAYOUTS:
-            raise DialevalError(f"--lm-layout {layout!r}: choose from auto, {', '.join(LAYOUTS)}")
-        if precision not in PRECISIONS:
-            raise DialevalError(f"--lm-precision {precision!r}: choose from {', '.join(PRECISIONS)}")
-        self.layout_option, self.precision_option = layout, precision
+        self.layout_option, self.precision_option = lm_settings(layout, precision)
         self._lm = None
         self._peeked: dict | None = None
         self._known: OrderedDict[str, float] = OrderedDict()

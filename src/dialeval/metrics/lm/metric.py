@@ -70,14 +70,9 @@ class LMScore(LazyLM, LMOptions, Metric):
                                 f"got {lm_batch_size} and {lm_token_budget}")
         self.device = lm_device
         self.context_turns = max(1, int(lm_context_turns))
-        from .checkpoint import LAYOUTS, PRECISIONS
+        from .checkpoint import lm_settings
 
-        layout = None if lm_layout in (None, "", "auto") else lm_layout
-        if layout is not None and layout not in LAYOUTS:
-            raise DialevalError(f"--lm-layout {layout!r}: choose from auto, {', '.join(LAYOUTS)}")
-        if lm_precision not in PRECISIONS:
-            raise DialevalError(f"--lm-precision {lm_precision!r}: choose from {', '.join(PRECISIONS)}")
-        self.layout_option, self.precision_option = layout, lm_precision
+        self.layout_option, self.precision_option = lm_settings(lm_layout, lm_precision)
         self._lm = None
         self._peeked: dict | None = None
         self._bound: float | None = None
