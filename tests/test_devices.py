@@ -21,6 +21,7 @@ from dialeval.models.defaults import default_model_dir  # noqa: E402
 LM = default_model_dir("lm")     # read at collection, before conftest hides the defaults per test
 ADEM = {v: default_model_dir(v) for v in ("adem", "c_adem", "r_adem")}
 MME = default_model_dir("mme")
+MME_CROSS = default_model_dir("mme_cross")
 MME_METRICS = ("mme_fm", "mme_rm", "mme_tcm", "mme_em", "mme_sm_nll", "mme_sm_nce", "mme_sm_ppl")
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="torch sees a CUDA device here")
@@ -42,6 +43,7 @@ DEVICE_METRICS = [
     ("judge", "judge_device", {}),
     *[(v, "adem_device", {"adem_model": ADEM[v]}) for v in ("adem", "c_adem", "r_adem")],
     *[(m, "mme_device", {"mme_model": MME}) for m in MME_METRICS],
+    ("mme_rm_cross", "mme_device", {"mme_cross_model": MME_CROSS}),
 ]
 
 

@@ -229,6 +229,41 @@ def test_hook_writes_into_the_staging_folder(tmp_path):
     assert dialeval.__name__ == "dialeval"
 
 
+def test_a_quiet_parameter_at_its_default_leaves_the_config_as_before(tmp_path):
+    """A parameter added after a kind shipped (`quiet_params`) is written only when set away from
+    its default, so the folder an older recipe makes keeps its bytes; it loads back either way."""
+    import json
+
+    import numpy as np
+
+    class Before(Estimator):
+        kind = "tiny-quiet"
+
+        def __init__(self, n: int = 2):
+            self.n = n
+
+        def fit(self):
+            self.w_ = np.arange(self.n, dtype=float)
+            return self
+
+    class After(Before):
+        quiet_params = ("mode",)
+
+        def __init__(self, n: int = 2, mode: str | None = None):
+            self.n = n
+            self.mode = mode
+
+    After.__name__ = "Before"         # the same estimator, one parameter later
+    Before().fit().save(tmp_path / "before")
+    After().fit().save(tmp_path / "after")
+    for name in ("config.json", "arrays.npz"):
+        assert (tmp_path / "before" / name).read_bytes() == (tmp_path / "after" / name).read_bytes()
+    After(mode="cross").fit().save(tmp_path / "set")
+    assert json.loads((tmp_path / "set" / "config.json").read_text())["params"]["mode"] == "cross"
+    assert After.load(tmp_path / "set").mode == "cross"
+    assert After.load(tmp_path / "before").mode is None
+
+
 def test_amfm_folder_in_the_layout_before_the_estimator_still_loads(tmp_path):
     """AM-FM folders written before AMFMModel was an Estimator kept a flat config.json (no
     `params` table); they load, and score as the model saved in the new layout does."""

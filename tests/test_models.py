@@ -210,13 +210,13 @@ def test_metrics_all_runs_and_says_what_it_left_out(tmp_path, capsys):
 
 
 def test_shipped_models_fit_the_budget_and_name_no_machine_path():
-    """packages/dialeval-models: at most 40 MB tracked, no file over 25 MB, and nothing that
+    """packages/dialeval-models: at most 120 MB tracked, no file over 50 MB, and nothing that
     records where it was built (the build writes <data-root> and <models> instead)."""
     root = REPO / "packages" / "dialeval-models" / "src" / "dialeval_models"
     files = [p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     sizes = {p: p.stat().st_size for p in files}
-    assert sum(sizes.values()) <= 40_000_000
-    assert all(size <= 25_000_000 for size in sizes.values()), max(sizes.values())
+    assert sum(sizes.values()) <= 120_000_000
+    assert all(size <= 50_000_000 for size in sizes.values()), max(sizes.values())
     import tempfile
 
     # where a build could have leaked from: this checkout, the data beside it, home, temp

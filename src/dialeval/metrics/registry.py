@@ -189,6 +189,9 @@ _SPECS: list[MetricSpec] = [
           ("mme_sm_nll", "MMESpecificityNLL", "MME-CRS specificity, summed masked-LM surprisal, [0,1]"),
           ("mme_sm_nce", "MMESpecificityNCE", "MME-CRS specificity, per-token masked-LM cross-entropy, [0,1]"),
           ("mme_sm_ppl", "MMESpecificityPPL", "MME-CRS specificity, masked-LM pseudo-perplexity, [0,1]")]],
+    MetricSpec("mme_rm_cross", "dialeval.metrics.mme.metric:MMERelevanceCross", "mme",
+               "MME-CRS relevance read by a cross-encoder (context and response in one pass, all MiniLM "
+               "layers tuned), [0,1]", extra="mme", default_model="mme_cross", model_option="mme_cross_model"),
     *[MetricSpec(f"distinct{k}", "dialeval.metrics.diversity.metric:DistinctN", "diversity",
                  f"distinct-{k}: distinct {k}-grams / {k}-gram occurrences of a system's responses "
                  "(corpus-level, no references)", fixed={"order": k}, blas=False) for k in (1, 2, 3)],

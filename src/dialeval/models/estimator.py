@@ -43,6 +43,10 @@ class Estimator:
 
     kind: ClassVar[str] = ""
     train_command: ClassVar[TrainCommand | None] = None
+    # parameters added after artifacts of this kind shipped: written to config.json only when set
+    # away from their default, so that an older recipe, rebuilt, gives the bytes it gave before
+    # (a missing one loads as its default)
+    quiet_params: ClassVar[tuple[str, ...]] = ()
 
     # -- parameters --------------------------------------------------------------------------
     @classmethod
@@ -107,8 +111,11 @@ class Estimator:
     def save(self, directory: str | os.PathLike) -> str:
         self.check_fitted()
         values, arrays = self._state()
+        defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
+        params = {k: v for k, v in self.get_params().items()
+                  if not (k in self.quiet_params and v == defaults.get(k))}
         config = {**_jsonable(self._description()), "estimator": type(self).__name__,
-                  "params": _jsonable(self.get_params()), "state": _jsonable(values)}
+                  "params": _jsonable(params), "state": _jsonable(values)}
         return save_artifact(directory, self.kind, config, arrays=arrays, write=self._write_files)
 
     @classmethod

@@ -28,11 +28,12 @@ FIXED_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREA
              "TOKENIZERS_PARALLELISM": "false", "PYTHONHASHSEED": "0"}
 
 
-def _run(argv: list[str]) -> int:
+def _run(argv: list[str], threads: int = 1) -> int:
     import subprocess
 
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = {**os.environ, **FIXED_ENV}
+    count = str(int(threads))
+    env = {**os.environ, **FIXED_ENV, "OMP_NUM_THREADS": count, "MKL_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count}
     env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
     # the command's own output goes to stderr, like the build's progress lines
     try:
@@ -68,7 +69,7 @@ def build(data_root: str, out_root: str, only: list[str] | None = None,
             staging = target + ".tmp-build"
             shutil.rmtree(staging, ignore_errors=True)
             say(f"models build: {name}: {command_text(name)}")
-            status = _run(recipe.argv(data_root, staging))
+            status = _run(recipe.argv(data_root, staging), recipe.threads)
             if status != 0:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise DialevalError(f"models build: {name} failed (exit status {status})")

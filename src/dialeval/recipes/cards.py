@@ -15,6 +15,8 @@ def write_card(folder: str, recipe: Recipe) -> None:
     card = {"name": recipe.name, "metrics": list(recipe.metrics), "trained_on": recipe.trained_on,
             "licence": recipe.licence, "command": command_text(recipe.name),
             "headline": headline(recipe.name, folder)}
+    if recipe.threads != 1:         # the count a rebuild needs for the same bytes (one: not written)
+        card["threads"] = recipe.threads
     with open(os.path.join(folder, "card.json"), "w", encoding="utf-8") as handle:
         json.dump(card, handle, indent=1, sort_keys=True)
     old = {}
@@ -49,7 +51,7 @@ def headline(name: str, folder: str) -> str:
         return (f"validation Spearman {t['val_spearman']:.3f} (chosen by the search: PCA "
                 f"{p.get('pca_dims') or 'all'}, lr {p.get('lr')}, best epoch {t.get('best_epoch')}); "
                 f"{rows.get('train')} training rows, {rows.get('validation')} validation rows (own contexts)")
-    if name == "mme":
+    if name in ("mme", "mme_cross"):
         c = _read_json(os.path.join(folder, "mme.json"))
         parts = []
         for sub, entry in sorted((c.get("submetrics") or {}).items()):

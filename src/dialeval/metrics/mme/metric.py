@@ -46,6 +46,8 @@ class _MMEBase(Metric):
     reads_encoder: ClassVar[bool] = True
     # whether --mme-precision applies (FM, RM, EM: MiniLM; SM: its masked LM; not TCM)
     takes_precision: ClassVar[bool] = True
+    # the option naming the folder (mme_rm_cross reads its own folder, beside the frozen one)
+    folder_option: ClassVar[str] = "mme_model"
 
     def __init__(self, mme_model: str | None = None, mme_norm: Literal["usl", "none"] = "usl",
                  refs_mode: str = "multi", tokenizer: str | None = None,
@@ -58,7 +60,7 @@ class _MMEBase(Metric):
         if not mme_model:
             from ...models.artifacts import needs_model
 
-            raise needs_model(self.name, "mme_model", how="make one with `dialeval train mme`")
+            raise needs_model(self.name, self.folder_option, how="make one with `dialeval train mme`")
         if mme_norm not in ("usl", "none"):
             raise DialevalError(f"unknown --mme-norm {mme_norm!r}; choose from usl, none")
         self.mme_model = os.path.abspath(os.fspath(mme_model))
@@ -155,6 +157,7 @@ class _MMEBase(Metric):
             opts.append(("encoder", enc))
         # the fine-tuned variant adds its mode and tuned weights; the frozen default adds nothing
         opts.extend(own)
+        self._check_mode(dict(own).get("encoder_mode", "frozen"))
         if self.reads_encoder:
             from .submetric import check_runtime
 
@@ -165,6 +168,9 @@ class _MMEBase(Metric):
     def _own_options(self) -> list[tuple[str, Any]]:
         """What a sub-metric adds to the signature after the common fields (TCM, SM)."""
         return []
+
+    def _check_mode(self, mode: str) -> None:
+        """Refuse a folder whose sub-metric is not the kind this metric reads (mme_rm_cross)."""
 
     def _runtime_options(self) -> list[tuple[str, Any]]:
         """device (other than cpu) and dtype (other than fp32): the default adds nothing, so its
@@ -188,6 +194,35 @@ class MMERelevance(_MMEBase):
     description = "MME relevance: P(response follows context), next-utterance prediction"
     sub = "rm"
     reads_context = True
+
+
+class MMERelevanceCross(MMERelevance):
+    """RM as a cross-encoder (docs/mme.md, "RM as a cross-encoder"): the `rm` of its own folder,
+    trained with `--rm-encoder-mode cross`; a folder whose RM is another kind is refused.
+
+    Options:
+        mme_cross_model: MME folder whose rm is a cross-encoder (`dialeval train mme --only rm
+            --rm-encoder-mode cross`)
+        mme_norm: usl (clip to the training scores' 25th-75th percentiles, min-max to [0,1]; the default) or none (raw)
+        mme_precision: fp32 only (a tuned MiniLM runs in fp32; bf16 is refused)
+        mme_device: cpu only (another is refused)
+    """
+
+    name = "mme_rm_cross"
+    description = "MME relevance read by a cross-encoder: P(response follows context)"
+    folder_option = "mme_cross_model"
+
+    def __init__(self, mme_cross_model: str | None = None, mme_norm: Literal["usl", "none"] = "usl",
+                 refs_mode: str = "multi", tokenizer: str | None = None,
+                 mme_precision: Literal["fp32", "bf16"] = "fp32", mme_device: str = "cpu"):
+        super().__init__(mme_model=mme_cross_model, mme_norm=mme_norm, refs_mode=refs_mode, tokenizer=tokenizer,
+                         mme_precision=mme_precision, mme_device=mme_device)
+        self.mme_cross_model = self.mme_model
+
+    def _check_mode(self, mode: str) -> None:
+        if mode != "cross":
+            raise DialevalError(f"--mme-cross-model {self.mme_model}: its rm is a {mode} head, not a cross-encoder "
+                                "(train one with `dialeval train mme --only rm --rm-encoder-mode cross`)")
 
 
 class MMETopicCoherence(_MMEBase):

@@ -73,15 +73,19 @@ class MMETrainer(Estimator):
       rm_hard_negatives: probe families RM trains against besides its random negatives
         (parrot, loop, generic, ...; empty: none, the paper's recipe)
       rm_hard_share: the share of RM's training pairs that get one hard negative
+      rm_encoder_mode: RM's own encoder mode, when not the others': cross (one MiniLM reads
+        context and response together, all six layers tuned), frozen or finetune
     """
 
     kind = KIND
+    quiet_params = ("rm_encoder_mode",)
 
     def __init__(self, only: Sequence[str] = SUBMETRICS, max_minutes: float | None = None, max_examples: int = 3000,
                  sm_sentences: int = 10000, seed: int = 0, device: str = "cpu", encoder: str | None = None,
                  encoder_mode: Literal["frozen", "finetune"] = "frozen", finetune_layers: int = 2,
                  finetune_epochs: int = 3, finetune_lr: float = 3e-5, rm_max_examples: int | None = None,
-                 rm_hard_negatives: str = "", rm_hard_share: float = 0.2):
+                 rm_hard_negatives: str = "", rm_hard_share: float = 0.2, rm_encoder_mode: str | None = None):
+        self.rm_encoder_mode = rm_encoder_mode
         self.rm_max_examples = rm_max_examples
         self.rm_hard_negatives = rm_hard_negatives
         self.rm_hard_share = rm_hard_share
@@ -102,6 +106,8 @@ class MMETrainer(Estimator):
             raise DialevalError(f"--device {self.device}: the MME sub-metrics train on the CPU in this version")
         if self.encoder_mode not in ("frozen", "finetune"):
             raise DialevalError(f"encoder mode {self.encoder_mode!r}: choose frozen or finetune")
+        if self.rm_encoder_mode not in (None, "frozen", "finetune", "cross"):
+            raise DialevalError(f"--rm-encoder-mode {self.rm_encoder_mode!r}: choose frozen, finetune or cross")
         if not 1 <= int(self.finetune_layers) <= 6:
             raise DialevalError(f"--finetune-layers {self.finetune_layers}: MiniLM has 6 layers; choose 1..6")
         parse_only(",".join(self.only))
@@ -154,9 +160,10 @@ class MMETrainer(Estimator):
             elif name == "rm":
                 rm_examples = int(self.rm_max_examples or max_examples)
                 rm_sample = sample if rm_examples == max_examples else sample_dialogues(dialogues, rm_examples, seed)
+                rm_tuning = {**tuning, "encoder_mode": self.rm_encoder_mode or self.encoder_mode}
                 model = classes[name](max_examples=rm_examples, seed=seed, encoder=encoder,
                                       hard_negatives=self.rm_hard_negatives, hard_share=self.rm_hard_share,
-                                      **tuning).fit(rm_sample, deadline, say)
+                                      **rm_tuning).fit(rm_sample, deadline, say)
             elif name == "tcm":
                 model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder).fit(
                     sample, graph_dialogues=dialogues, deadline=deadline)
@@ -335,7 +342,9 @@ def sub_signature(folder: str, sub: str) -> tuple[str | None, list[tuple[str, An
 
         defaults = {k: p.default for k, p in inspect.signature(_classes()[sub]).parameters.items()}
         mode = params.get("encoder_mode", defaults.get("encoder_mode", "frozen"))
-        if mode != "frozen":
+        if mode == "cross":
+            opts.append(("encoder_mode", "cross"))
+        elif mode != "frozen":
             layers = params.get("finetune_layers", defaults.get("finetune_layers"))
             opts.append(("encoder_mode", f"finetune-top{layers}"))
     return encoder, opts

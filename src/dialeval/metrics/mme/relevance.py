@@ -15,16 +15,22 @@ above already stands for `other_item`. Which families stay out of training is th
 test of whether the head learned relevance or the families' look.
 
 Features: [u ; v ; u*v ; |u-v|] of the encoder features of context (last turn) and response.
+
+`encoder_mode="cross"` (RM only) replaces the head over two pooled encodings with a cross-encoder:
+context and response read together by a MiniLM whose six layers are all tuned on the same rows
+(`cross.py`, where the reasons are). The rows are made as above, from up to three context turns.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
+from ...backbones.tuning import by_layer as _by_layer
+from ...backbones.tuning import tensors_id as _tensors_id
 from .data import context_text, drop_stopwords, pairs_of, words
 from .submetric import HeadSubMetric
 
@@ -83,7 +89,7 @@ class RelevanceModel(HeadSubMetric):
 
     def __init__(self, max_examples: int = 3000, hidden: int = 256, epochs: int = 30, seed: int = 0,
                  encoder: str | None = None, context_turns: int = 1,
-                 encoder_mode: Literal["frozen", "finetune"] = "frozen", finetune_layers: int = 2,
+                 encoder_mode: Literal["frozen", "finetune", "cross"] = "frozen", finetune_layers: int = 2,
                  finetune_epochs: int = 3, finetune_lr: float = 3e-5, hard_negatives: str = "",
                  hard_share: float = 0.2):
         super().__init__(max_examples=max_examples, hidden=hidden, epochs=epochs, seed=seed, encoder=encoder,
@@ -93,13 +99,24 @@ class RelevanceModel(HeadSubMetric):
         self.hard_negatives = hard_negatives
         self.hard_share = hard_share
 
+    def _turns(self) -> int:
+        from .cross import CONTEXT_TURNS
+
+        return CONTEXT_TURNS if self.encoder_mode == "cross" else self.context_turns
+
+    def _check_mode(self) -> None:
+        if self.encoder_mode != "cross":
+            super()._check_mode()
+
     def fit(self, dialogues: Sequence[list[str]], deadline: float | None = None, say=None) -> "RelevanceModel":
         started = time.monotonic()
+        self._check_mode()
         rng = random.Random(self.seed)
-        pairs = pairs_of(dialogues, self.context_turns)
+        turns = self._turns()
+        pairs = pairs_of(dialogues, turns)
         rng.shuffle(pairs)
         pairs = pairs[: max(1, self.max_examples // 2)]
-        contexts = [context_text(p.context, self.context_turns) for p in pairs]
+        contexts = [context_text(p.context, turns) for p in pairs]
         responses = [p.response for p in pairs]
         enc = self._frozen_encoder()
         negatives = median_negatives(responses, word_vector_means(enc, responses), rng)
@@ -119,6 +136,9 @@ class RelevanceModel(HeadSubMetric):
                 labels.append(0.0)
             info["hard_negatives"] = {f: sum(1 for i, _ in made if self._family_of(i) == f)
                                       for f in self._families()}
+        if self.encoder_mode == "cross":
+            return self._fit_cross(ctx_texts, resp_texts, np.array(labels, dtype=np.float32), started, info,
+                                   deadline, say)
         return self._fit_columns([ctx_texts, resp_texts], np.array(labels, dtype=np.float32), pair_features,
                                  started, info, deadline, say)
 
@@ -156,6 +176,100 @@ class RelevanceModel(HeadSubMetric):
         return out
 
     def raw(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> np.ndarray:
+        if self.encoder_mode == "cross":
+            from .encoder import runtime
+            from .heads import sigmoid
+            from .submetric import check_runtime
+
+            self.check_fitted()
+            check_runtime(self.encoder_mode, *runtime())
+            ctx = [context_text(c, self._turns()) for c in contexts]
+            return sigmoid(self._cross_scorer().logits(ctx, list(responses)))
         enc = self._encoder()
         ctx = [context_text(c, self.context_turns) for c in contexts]
         return self.raw_from_features(pair_features(enc.features(ctx), enc.features(list(responses))))
+
+    # -- the cross-encoder variant (cross.py) ------------------------------------------------
+    def _fit_cross(self, ctx_texts, resp_texts, y, started, info, deadline, say) -> "RelevanceModel":
+        from .cross import CrossScorer, fit_cross
+        from .encoder import backbone
+        from .heads import sigmoid
+        from .normalise import fit_range
+
+        base = backbone(self.encoder)
+        tensors, head, record = fit_cross(base, ctx_texts, resp_texts, y, seed=self.seed, lr=self.finetune_lr,
+                                          epochs=self.finetune_epochs, deadline=deadline, say=say)
+        valid = record.pop("valid")
+        self.cross_layers_ = tensors
+        self.head_ = head
+        self.weights_id_ = _tensors_id(tensors)
+        self._scorer = CrossScorer(base, _by_layer(tensors), head)
+        held = sigmoid(self._scorer.logits([ctx_texts[i] for i in valid], [resp_texts[i] for i in valid]))
+        self.norm_low_, self.norm_high_ = fit_range(held)
+        self.info_ = {**info, **record, "encoder_mode": "cross", "examples": int(len(y)), "positives": float(np.sum(y)),
+                      "valid_accuracy": round(float(((held >= 0.5) == (y[valid] >= 0.5)).mean()), 4),
+                      "encoder": f"{self._frozen_encoder().fingerprint().split('+')[0]}+cross@{self.weights_id_}",
+                      "norm_from": "held-out training rows", "train_seconds": round(time.monotonic() - started, 1)}
+        return self
+
+    def _cross_scorer(self):
+        scorer = getattr(self, "_scorer", None)
+        if scorer is None:
+            from .cross import CrossScorer
+            from .encoder import backbone
+
+            scorer = self._scorer = CrossScorer(backbone(self.encoder), _by_layer(self.cross_layers_), self.head_)
+        return scorer
+
+    def signature_options(self) -> list[tuple[str, Any]]:
+        if self.encoder_mode == "cross":
+            return [("encoder_mode", "cross")]
+        return super().signature_options()
+
+    def _state(self):
+        if self.encoder_mode != "cross":
+            return super()._state()
+        values = {"norm_low_": self.norm_low_, "norm_high_": self.norm_high_, "info_": self.info_,
+                  "weights_id_": self.weights_id_}
+        return values, {f"head_{k}": np.asarray(v) for k, v in self.head_.items()}
+
+    def _write_files(self, staging_dir: str) -> None:
+        if self.encoder_mode != "cross":
+            return super()._write_files(staging_dir)
+        import os
+
+        import torch
+
+        from .finetune import WEIGHTS_FILE, save_layers
+
+        save_layers({k: v.to(torch.float16) for k, v in self.cross_layers_.items()},
+                    os.path.join(staging_dir, WEIGHTS_FILE))
+
+    def _set_state(self, values, arrays, directory: str) -> None:
+        if self.encoder_mode != "cross":
+            return super()._set_state(values, arrays, directory)
+        import os
+
+        import torch
+
+        from ...errors import DialevalError
+        from .encoder import backbone
+        from .finetune import WEIGHTS_FILE
+        from ...backbones.layers import encoder_layers
+        from ...backbones.tuning import load_layers
+
+        if "head_w" not in arrays or "head_b" not in arrays or "weights_id_" not in values:
+            raise DialevalError(f"{directory}: a cross-encoder {self.kind} without its head or weights record")
+        self.head_ = {"w": arrays["head_w"], "b": arrays["head_b"]}
+        self.norm_low_ = float(values["norm_low_"])
+        self.norm_high_ = float(values["norm_high_"])
+        self.info_ = dict(values.get("info_") or {})
+        self.weights_id_ = str(values["weights_id_"])
+        base = backbone(self.encoder).model
+        layers = load_layers(os.path.join(directory, WEIGHTS_FILE), range(len(encoder_layers(base))), base,
+                             what=f"a cross-encoder {self.kind}")
+        self.cross_layers_ = {f"encoder.layer.{i}.{k}": v.to(torch.float32) for i, d in layers.items()
+                              for k, v in d.items()}
+        if _tensors_id(self.cross_layers_) != self.weights_id_:
+            raise DialevalError(f"{directory}/{WEIGHTS_FILE}: its tensors differ from the ones recorded at training")
+        self._scorer = None

@@ -1,0 +1,126 @@
+"""Does the cross-encoder RM (`mme_rm_cross`) earn a place in `compose` / `compose_ref`? Leave one rated set out.
+
+For every local rated set: fit the shipped kind of composition (ridge, weights >= 0, `overall`,
+`negative_share` degenerate rows per rated item) on the other sets, once over today's members and
+once with `mme_rm_cross` added, score the held-out set with each, and correlate with the set's
+main quality (compose_ref among the sets with references). The MME sub-metrics and the
+cross-encoder never train on a rated set, so every row is held out. The ridge decides the new
+member's weight; the held-out sets decide whether it helps.
+
+    python3 benchmarks/rm_cross_lodo.py --data-root $DATA [--cross-model DIR] [--out DIR]
+
+Writes OUT/rm_cross_lodo.md and .json: Spearman with 95% bootstrap CIs, paired differences
+(bootstrap over items, averaged over sets), the new member's weights, and the published
+evaluators' rows (the comprehensive assessment, Yeh et al. 2021) beside ours. The MME and
+reference columns are shared with negatives_lodo.py's cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "src"))
+
+from negatives_lodo import MME, REFS, cached_columns, held_out_tables, log, negative_rows  # noqa: E402
+
+# Best base-size published evaluator per set, turn level (Yeh et al. 2021, as issue 32 lists them).
+PUBLISHED = {"usr-tc": ("USR", 0.423), "usr-pc": ("USL-H", 0.523), "grade-convai2": ("GRADE", 0.571),
+             "grade-dailydialog": ("GRADE", 0.253), "grade-empatheticdialogues": ("GRADE", 0.297),
+             "fed-turn": ("USL-H", 0.189)}
+CROSS = ["mme_rm_cross"]
+
+
+def main() -> None:
+    from bench_compose import EXCLUDE, SETS
+
+    from dialeval.data.datasets import load_dataset
+    from dialeval.metrics.compose.model import ComposeModel, DevSet
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-root", default=os.environ.get("DATA", "../shared/data"))
+    ap.add_argument("--cross-model", default=None, help="the cross-encoder RM's folder (default: the shipped one)")
+    ap.add_argument("--mme-cache", default=os.path.join(HERE, "out", "negatives_lodo", "scores"),
+                    help="cached columns of the shipped MME folder ('after') and of the references")
+    ap.add_argument("--share", type=float, default=0.25, help="negative_share of every composition")
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "rm_cross_lodo"))
+    ap.add_argument("--n-boot", type=int, default=1000)
+    args = ap.parse_args()
+
+    cross_opts = {"mme_cross_model": args.cross_model} if args.cross_model else {}
+    alias = {"engagement": "engaging", "fluent": "fluency"}
+    devs, negs = [], {}
+    for name in SETS:
+        log(name)
+        samples = [s for s in load_dataset(name, os.path.join(args.data_root, SETS[name])).samples
+                   if s.system not in EXCLUDE.get(name, ())]
+        negatives = negative_rows(samples)
+        cols = {}
+        for suffix, rows in (("", samples), (".neg", negatives)):
+            got = cached_columns(os.path.join(args.mme_cache, "after", f"{name}{suffix}.npz"), rows, MME, {})
+            got.update(cached_columns(os.path.join(args.mme_cache, "refs", f"{name}{suffix}.npz"), rows, REFS, {}))
+            got.update(cached_columns(os.path.join(args.out, "scores", f"{name}{suffix}.npz"), rows, CROSS,
+                                      cross_opts))
+            cols[suffix] = got
+        dev = DevSet.from_samples(name, samples, cols[""])
+        dev.human = {alias.get(q, q): v for q, v in dev.human.items()}
+        devs.append(dev)
+        negs[name] = cols[".neg"]
+
+    def has_refs(d) -> bool:
+        return bool(np.isfinite(d.scores["sent_cosine"]).any())
+
+    preds: dict[str, dict[str, np.ndarray]] = {
+        "mme_rm": {d.name: d.scores["mme_rm"] for d in devs},
+        "mme_rm_cross": {d.name: d.scores["mme_rm_cross"] for d in devs}}
+    weights: dict[str, list[float]] = {}
+    arms = (("compose (today)", MME), ("compose + mme_rm_cross", MME + CROSS),
+            ("compose_ref (today)", MME + REFS), ("compose_ref + mme_rm_cross", MME + REFS + CROSS))
+    for label, members in arms:
+        pool = [d for d in devs if not label.startswith("compose_ref") or has_refs(d)]
+        for k, d in enumerate(pool):
+            rest = [x for j, x in enumerate(pool) if j != k]
+            model = ComposeModel(method="ridge", positive=True, seed=0, negative_share=args.share)
+            model.fit(rest, members, ["overall"], negatives=negs if args.share else None)
+            preds.setdefault(label, {})[d.name] = model.predict(d.scores, "overall")
+            if CROSS[0] in members:
+                weights.setdefault(label, []).append(model.weights_for("overall")[CROSS[0]])
+    preds["sent_cosine"] = {d.name: d.scores["sent_cosine"] for d in devs if has_refs(d)}
+
+    pairs = [("mme_rm_cross", "mme_rm"),
+             ("compose + mme_rm_cross", "compose (today)"), ("compose + mme_rm_cross", "sent_cosine"),
+             ("compose (today)", "sent_cosine"),
+             ("compose_ref + mme_rm_cross", "compose_ref (today)"), ("compose_ref + mme_rm_cross", "sent_cosine"),
+             ("compose_ref (today)", "sent_cosine")]
+    table, diffs, lines = held_out_tables(preds, devs, pairs, args.n_boot)
+    lines += ["", "| composition | mme_rm_cross's weight in the 'overall' fit, per held-out set (min / mean / max) |",
+              "|---|---|"]
+    for label, ws in weights.items():
+        lines.append(f"| {label} | {min(ws):.3f} / {np.mean(ws):.3f} / {max(ws):.3f} |")
+    lines += ["", "| set | best published of base size | compose today / + mme_rm_cross | "
+                  "compose_ref today / + mme_rm_cross |", "|---|---|---|---|"]
+    for name, (who, r) in PUBLISHED.items():
+        def cell(a: str, b: str) -> str:
+            got = [table.get(label, {}).get(name) for label in (a, b)]
+            return " / ".join(f"{g['r']:.3f}" if g else "-" for g in got)
+
+        lines.append(f"| {name} | {who} {r:.3f} | {cell('compose (today)', 'compose + mme_rm_cross')} | "
+                     f"{cell('compose_ref (today)', 'compose_ref + mme_rm_cross')} |")
+    text = "\n".join(lines)
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "rm_cross_lodo.md"), "w", encoding="utf-8") as handle:
+        handle.write(text + "\n")
+    with open(os.path.join(args.out, "rm_cross_lodo.json"), "w", encoding="utf-8") as handle:
+        json.dump({"rows": table, "differences": diffs, "weights": weights, "share": args.share},
+                  handle, indent=1, default=float)
+
+
+if __name__ == "__main__":
+    main()
