@@ -100,7 +100,7 @@ def card_markdown(name: str, folder: str | None, notes: str = "") -> str:
             card = json.load(handle)
     out = [f"# Default model `{name}`", "",
            f"Used by {', '.join(f'`{m}`' for m in recipe.metrics)} when no model option is given "
-           f"(`dialeval models list`; the signature then carries `model:{name}@<hash>`, the hash of its manifest).", "",
+           f"(`dialeval models list`; the signature then carries `model:<kind>@<hash>`, the model's kind and the hash of its manifest).", "",
            "## Training data", "", f"{recipe.trained_on}.", ""]
     for f in recipe.needs:
         s = sources.get(f)
