@@ -150,7 +150,7 @@ def test_normalise_makes_npz_and_json_independent_of_time_and_place(tmp_path):
 def test_models_list_names_every_default(models_dir, capsys):
     out = _summary(capsys, ["models", "list", "--json"])
     rows = {r["name"]: r for r in out["models"]}
-    assert set(rows) == {"amfm", "adem", "c_adem", "r_adem", "mme", "lm", "compose", "compose_ref"}
+    assert set(rows) == {"amfm", "adem", "c_adem", "r_adem", "mme", "mme_cross", "lm", "compose", "compose_ref"}
     assert rows["compose"]["installed"] and rows["compose"]["bytes"] > 0
     assert not rows["adem"]["installed"]
     assert "--data-root" not in rows["adem"]["command"] and "<data-root>/usr" in rows["adem"]["command"]
