@@ -53,7 +53,10 @@ def test_deep_fm_is_the_likelihood_ratio_of_lm_fluency_raw(scored):
         pairs = [math.exp(-abs(f[s["response"]] - f[r])) for r in s["references"] if r and s["response"]]
         live_refs = any(r.strip() for r in s["references"])
         expected.append(max(pairs) if pairs else 0.0 if live_refs and not s["response"].strip() else math.nan)
-    np.testing.assert_allclose(scored.sentence["deep_fm"], expected, rtol=1e-9, equal_nan=True)
+    # the LM's log-probabilities are float32 sums: with two or more torch threads a text's value
+    # can move in its last float32 bits with the batch it runs in (measured: 5e-7 relative), and
+    # the two calls above batch the texts differently; with one thread they agree to 1e-9
+    np.testing.assert_allclose(scored.sentence["deep_fm"], expected, rtol=1e-5, equal_nan=True)
     assert scored.sentence["deep_fm"][1] == 1.0        # the response is its reference
 
 
