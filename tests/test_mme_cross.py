@@ -6,13 +6,10 @@ batching does not change a pair's score. Trains on the tiny generated corpus of 
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import numpy as np
 import pytest
-
-from conftest import flip_byte
 
 from dialeval.errors import DialevalError
 
@@ -108,23 +105,14 @@ def test_save_load_identical_and_signed(crossed, tmp_path):
 
 def test_tampered_or_substituted_weights_refused(crossed, tmp_path, capsys):
     from safetensors.torch import load_file, save_file
-    from test_mme import _samples
+    from test_mme_finetune import cli_refuses_flipped_weights
 
-    from dialeval.cli.main import main
     from dialeval.metrics.mme.model import MMEModel
     from dialeval.models.store import write_manifest
 
     out, _ = crossed
-    inp = tmp_path / "in.jsonl"
-    inp.write_text("\n".join(json.dumps({"id": s.id, "context": s.context, "response": s.response})
-                             for s in _samples()) + "\n")
-    bad = tmp_path / "bad"
-    shutil.copytree(out, bad)
-    target = bad / "rm" / "encoder.safetensors"
-    flip_byte(target, target.stat().st_size // 2, 0x01)
-    assert main(["score", str(inp), "--metrics", "mme_rm", "--mme-model", str(bad)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "encoder.safetensors" in err[0]
+    line = cli_refuses_flipped_weights(out, tmp_path, capsys, "mme_rm_cross", "--mme-cross-model")
+    assert "encoder.safetensors" in line and "changed since the artifact was saved" in line
     swapped = tmp_path / "swapped"
     shutil.copytree(out, swapped)
     path = swapped / "rm" / "encoder.safetensors"

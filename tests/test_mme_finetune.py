@@ -161,22 +161,29 @@ def test_save_load_round_trip_identical(tuned, tmp_path):
             assert model._encoder().fingerprint().endswith("+top2@" + model.weights_id_)
 
 
-def test_tampered_tuned_weights_refused(tuned, tmp_path, capsys):
+def cli_refuses_flipped_weights(folder, tmp_path, capsys, metric: str = "mme_rm", option: str = "--mme-model") -> str:
+    """Score `metric` through the CLI with a copy of `folder` whose rm/encoder.safetensors has
+    one byte flipped: exit status 2 and one line, returned."""
     from test_mme import _samples
 
     from dialeval.cli.main import main
 
-    out, _, _ = tuned
     inp = tmp_path / "in.jsonl"
     inp.write_text("\n".join(json.dumps({"id": s.id, "context": s.context, "response": s.response})
                              for s in _samples()) + "\n")
     bad = tmp_path / "bad"
-    shutil.copytree(out, bad)
+    shutil.copytree(folder, bad)
     target = bad / "rm" / "encoder.safetensors"
     flip_byte(target, target.stat().st_size // 2, 0x01)
-    assert main(["score", str(inp), "--metrics", "mme_rm", "--mme-model", str(bad)]) == 2
+    assert main(["score", str(inp), "--metrics", metric, option, str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "encoder.safetensors" in err[0] and "changed since the artifact was saved" in err[0]
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_tampered_tuned_weights_refused(tuned, tmp_path, capsys):
+    line = cli_refuses_flipped_weights(tuned[0], tmp_path, capsys)
+    assert "encoder.safetensors" in line and "changed since the artifact was saved" in line
 
 
 def test_foreign_weights_with_fresh_manifests_refused(tuned, tmp_path):
