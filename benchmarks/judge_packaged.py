@@ -43,6 +43,7 @@ SETS = {
     "gupta": ("dailydialog-multiref-gupta", "overall"),
     "holistic-coherence": ("holistic-eval", "coherence"),
     "holistic-fluency": ("holistic-eval", "fluency"),
+    "predictive-engagement": ("predictive-engagement", "engagement"),
 }
 
 
