@@ -142,13 +142,9 @@ class CrossScorer:
 
 def half_round(tensors: Mapping[str, Any]) -> dict[str, Any]:
     """The tensors as they are stored (float16) and read back (float32)."""
-    return {k: v.detach().to(dtypes()[0]).to(dtypes()[1]).contiguous() for k, v in tensors.items()}
-
-
-def dtypes():
     import torch
 
-    return torch.float16, torch.float32
+    return {k: v.detach().to(torch.float16).to(torch.float32).contiguous() for k, v in tensors.items()}
 
 
 def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], labels: np.ndarray, *,
