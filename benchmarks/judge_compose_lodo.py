@@ -29,14 +29,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-from negatives_lodo import MME, REFS, cached_columns, held_out_tables, log  # noqa: E402
+from negatives_lodo import MME, REFS, cached_columns, held_out_tables, lodo_compose, log  # noqa: E402
 
 
 def main() -> None:
     from bench_compose import EXCLUDE, SETS
 
     from dialeval.data.datasets import load_dataset
-    from dialeval.metrics.compose.model import ComposeModel, DevSet
+    from dialeval.metrics.compose.model import DevSet
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", default=os.environ.get("DATA", "../shared/data"))
@@ -66,21 +66,14 @@ def main() -> None:
         dev.human = {alias.get(q, q): v for q, v in dev.human.items()}
         devs.append(dev)
 
-    def has_refs(d) -> bool:
-        return bool(np.isfinite(d.scores["sent_cosine"]).any())
-
     preds: dict[str, dict[str, np.ndarray]] = {"judge": {d.name: d.scores["judge"] for d in devs}}
     weights: dict[str, list[float]] = {}
     for label, members in (("compose", MME), ("compose + judge", MME + ["judge"]),
                            ("compose_ref", MME + REFS), ("compose_ref + judge", MME + REFS + ["judge"])):
-        pool = [d for d in devs if not label.startswith("compose_ref") or has_refs(d)]
-        for k, d in enumerate(pool):
-            rest = [x for j, x in enumerate(pool) if j != k]
-            model = ComposeModel(method="ridge", positive=True, seed=0)
-            model.fit(rest, members, ["overall"])
-            preds.setdefault(label, {})[d.name] = model.predict(d.scores, "overall")
-            if "judge" in members:
-                weights.setdefault(label, []).append(model.weights_for("overall")["judge"])
+        watch = "judge" if "judge" in members else None
+        preds[label], ws = lodo_compose(devs, members, with_refs_only=label.startswith("compose_ref"), watch=watch)
+        if watch:
+            weights[label] = ws
 
     pairs = [("compose + judge", "compose"), ("compose_ref + judge", "compose_ref"), ("judge", "compose")]
     table, diffs, lines = held_out_tables(preds, devs, pairs, args.n_boot)

@@ -67,6 +67,31 @@ def negative_rows(samples, seed: int = 0):
     return [r for r in rows if r.id in keep]
 
 
+def has_refs(dev) -> bool:
+    """Whether a scored set has references (its sent_cosine column is not all NaN)."""
+    return bool(np.isfinite(dev.scores["sent_cosine"]).any())
+
+
+def lodo_compose(devs, members: list[str], *, with_refs_only: bool = False, share: float = 0.0,
+                 negatives: dict | None = None, watch: str | None = None):
+    """Held-out predictions of the shipped kind of composition (ridge, weights >= 0, `overall`):
+    for each set of `devs` (only those with references when `with_refs_only`), fitted on the
+    others with `share` degenerate rows per item from `negatives`. Returns ({set: prediction},
+    [the `watch` member's weight per held-out set])."""
+    from dialeval.metrics.compose.model import ComposeModel
+
+    pool = [d for d in devs if not with_refs_only or has_refs(d)]
+    preds, weights = {}, []
+    for k, d in enumerate(pool):
+        rest = [x for j, x in enumerate(pool) if j != k]
+        model = ComposeModel(method="ridge", positive=True, seed=0, negative_share=share)
+        model.fit(rest, members, ["overall"], negatives=negatives if share else None)
+        preds[d.name] = model.predict(d.scores, "overall")
+        if watch is not None:
+            weights.append(model.weights_for("overall")[watch])
+    return preds, weights
+
+
 def main_quality(dev) -> str:
     """The set's main quality: overall where rated, else its first."""
     return "overall" if "overall" in dev.human else sorted(dev.human)[0]
@@ -142,20 +167,13 @@ def main() -> None:
                                        {"mme_model": folder})
                 negs[tag][name] = {**ncols, **neg_refs}
 
-    def has_refs(d) -> bool:
-        return bool(np.isfinite(d.scores["sent_cosine"]).any())
-
     preds: dict[str, dict[str, np.ndarray]] = {}
     for tag in ("before", "after"):
         preds[f"mme_rm ({tag})"] = {d.name: d.scores["mme_rm"] for d in devs[tag]}
         share = args.share if tag == "after" else 0.0
         for label, members in (("compose", MME), ("compose_ref", MME + REFS)):
-            pool = [d for d in devs[tag] if label == "compose" or has_refs(d)]
-            for k, d in enumerate(pool):
-                rest = [x for j, x in enumerate(pool) if j != k]
-                model = ComposeModel(method="ridge", positive=True, seed=0, negative_share=share)
-                model.fit(rest, members, ["overall"], negatives=negs[tag] if share else None)
-                preds.setdefault(f"{label} ({tag})", {})[d.name] = model.predict(d.scores, "overall")
+            preds[f"{label} ({tag})"], _ = lodo_compose(devs[tag], members, with_refs_only=label == "compose_ref",
+                                                        share=share, negatives=negs[tag])
     preds["sent_cosine"] = {d.name: d.scores["sent_cosine"] for d in devs["before"] if has_refs(d)}
 
     pairs = [(a, b) for label in ("mme_rm", "compose", "compose_ref")

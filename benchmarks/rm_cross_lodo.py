@@ -28,7 +28,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-from negatives_lodo import MME, REFS, cached_columns, held_out_tables, log, negative_rows  # noqa: E402
+from negatives_lodo import (MME, REFS, cached_columns, has_refs, held_out_tables, lodo_compose, log,  # noqa: E402
+                            negative_rows)
 
 # Best base-size published evaluator per set, turn level (Yeh et al. 2021, as issue 32 lists them).
 PUBLISHED = {"usr-tc": ("USR", 0.423), "usr-pc": ("USL-H", 0.523), "grade-convai2": ("GRADE", 0.571),
@@ -41,7 +42,7 @@ def main() -> None:
     from bench_compose import EXCLUDE, SETS
 
     from dialeval.data.datasets import load_dataset
-    from dialeval.metrics.compose.model import ComposeModel, DevSet
+    from dialeval.metrics.compose.model import DevSet
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", default=os.environ.get("DATA", "../shared/data"))
@@ -73,9 +74,6 @@ def main() -> None:
         devs.append(dev)
         negs[name] = cols[".neg"]
 
-    def has_refs(d) -> bool:
-        return bool(np.isfinite(d.scores["sent_cosine"]).any())
-
     preds: dict[str, dict[str, np.ndarray]] = {
         "mme_rm": {d.name: d.scores["mme_rm"] for d in devs},
         "mme_rm_cross": {d.name: d.scores["mme_rm_cross"] for d in devs}}
@@ -83,14 +81,11 @@ def main() -> None:
     arms = (("compose (today)", MME), ("compose + mme_rm_cross", MME + CROSS),
             ("compose_ref (today)", MME + REFS), ("compose_ref + mme_rm_cross", MME + REFS + CROSS))
     for label, members in arms:
-        pool = [d for d in devs if not label.startswith("compose_ref") or has_refs(d)]
-        for k, d in enumerate(pool):
-            rest = [x for j, x in enumerate(pool) if j != k]
-            model = ComposeModel(method="ridge", positive=True, seed=0, negative_share=args.share)
-            model.fit(rest, members, ["overall"], negatives=negs if args.share else None)
-            preds.setdefault(label, {})[d.name] = model.predict(d.scores, "overall")
-            if CROSS[0] in members:
-                weights.setdefault(label, []).append(model.weights_for("overall")[CROSS[0]])
+        watch = CROSS[0] if CROSS[0] in members else None
+        preds[label], ws = lodo_compose(devs, members, with_refs_only=label.startswith("compose_ref"),
+                                        share=args.share, negatives=negs, watch=watch)
+        if watch:
+            weights[label] = ws
     preds["sent_cosine"] = {d.name: d.scores["sent_cosine"] for d in devs if has_refs(d)}
 
     pairs = [("mme_rm_cross", "mme_rm"),
