@@ -137,6 +137,32 @@ def test_the_cli_refuses_in_one_line_with_exit_2(tmp_path, capsys, flag, metric)
     assert out == ""
 
 
+@no_cuda
+@pytest.mark.parametrize("command", [
+    ["train", "adem", "--data", "{rated}"],
+    ["train", "mme", "--corpus", "{corpus}", "--only", "rm"],
+    ["train", "dialogue-encoder", "--corpus", "{corpus}"],
+    ["train", "lm", "--corpus", "{corpus}"]], ids=lambda c: c[1])
+def test_every_torch_trainer_refuses_a_missing_gpu_in_one_line(tmp_path, capsys, command):
+    """`--device cuda` on a machine without one stops every trainer that runs torch in one line,
+    exit 2, before its model is read or its output folder made (on a GPU: measured there)."""
+    from dialeval.cli.main import main
+
+    rated = tmp_path / "rated.jsonl"
+    rated.write_text("".join(f'{{"context": ["hi {i}"], "response": "hello {i}", "references": ["hey {i}"], '
+                             f'"score": {1 + i % 5}}}\n' for i in range(30)), encoding="utf-8")
+    corpus = tmp_path / "dialogues.txt"
+    corpus.write_text("".join(f"hi there {i} __eou__ hello to you {i} __eou__\n" for i in range(30)), encoding="utf-8")
+    out = tmp_path / "out"
+    args = [a.format(rated=rated, corpus=corpus) for a in command] + ["-o", str(out), "--device", "cuda"]
+    rc = main(args)
+    captured = capsys.readouterr()
+    assert rc == 2
+    errors = [line for line in captured.err.strip().splitlines() if not line.startswith("[")]
+    assert errors == ["dialeval: error: --device cuda: torch sees no CUDA device here (available: cpu)"]
+    assert not out.exists()
+
+
 # -- precision of the sentence encoder (the BERTScore one: tests/test_bertscore.py) ------------
 
 def test_sentence_bf16_is_close_named_and_leaves_fp32_alone():

@@ -264,6 +264,30 @@ def test_a_quiet_parameter_at_its_default_leaves_the_config_as_before(tmp_path):
     assert After.load(tmp_path / "before").mode is None
 
 
+def test_a_runtime_parameter_is_never_written(tmp_path):
+    """`runtime_params` (how a fit runs: the torch device) never reach config.json, so a model
+    trained on a GPU saves the bytes a CPU run saves and loads with the default device."""
+    import numpy as np
+
+    class Fit(Estimator):
+        kind = "tiny-runtime"
+        runtime_params = ("device",)
+
+        def __init__(self, n: int = 2, device: str = "cpu"):
+            self.n = n
+            self.device = device
+
+        def fit(self):
+            self.w_ = np.arange(self.n, dtype=float)
+            return self
+
+    Fit().fit().save(tmp_path / "cpu")
+    Fit(device="cuda:1").fit().save(tmp_path / "gpu")
+    for name in ("config.json", "arrays.npz"):
+        assert (tmp_path / "cpu" / name).read_bytes() == (tmp_path / "gpu" / name).read_bytes()
+    assert Fit.load(tmp_path / "gpu").device == "cpu"
+
+
 def test_amfm_folder_in_the_layout_before_the_estimator_still_loads(tmp_path):
     """AM-FM folders written before AMFMModel was an Estimator kept a flat config.json (no
     `params` table); they load, and score as the model saved in the new layout does."""

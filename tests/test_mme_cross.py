@@ -126,14 +126,21 @@ def test_tampered_or_substituted_weights_refused(crossed, tmp_path, capsys):
         MMEModel(str(swapped)).get("rm")
 
 
-def test_cross_runs_in_fp32_on_the_cpu_only(crossed, tmp_path):
+def test_cross_runs_in_bf16_close_to_fp32(crossed):
+    """--mme-precision bf16 runs the tuned layers in a bf16 copy of the base (the fp32 scorer is
+    untouched): named in the signature, close to fp32, and fp32 again gives the same bits."""
     from test_mme import _samples
 
     from dialeval.scoring import score
 
     out, _ = crossed
-    with pytest.raises(DialevalError, match="fp32"):
-        score(_samples(), ["mme_rm"], mme_model=str(out), mme_precision="bf16")
+    fp32 = score(_samples(), ["mme_rm"], mme_model=str(out), mme_norm="none")
+    bf16 = score(_samples(), ["mme_rm"], mme_model=str(out), mme_norm="none", mme_precision="bf16")
+    again = score(_samples(), ["mme_rm"], mme_model=str(out), mme_norm="none")
+    np.testing.assert_allclose(bf16.sentence["mme_rm"], fp32.sentence["mme_rm"], atol=0.03, rtol=0)
+    assert (np.asarray(bf16.sentence["mme_rm"]) != np.asarray(fp32.sentence["mme_rm"])).any()
+    np.testing.assert_array_equal(again.sentence["mme_rm"], fp32.sentence["mme_rm"])
+    assert "|encoder_mode:cross|dtype:bf16|" in bf16.signatures["mme_rm"]
 
 
 def test_mme_rm_cross_reads_only_a_cross_folder(crossed, tmp_path):

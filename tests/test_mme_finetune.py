@@ -233,3 +233,30 @@ def test_cli_flags_and_frozen_default_unchanged(tuned, tmp_path, capsys):
     assert main(["train", "mme", "--corpus", str(corpus), "-o", str(tmp_path / "x"), "--only", "fm",
                  "--finetune", "--finetune-layers", "7"]) == 2
     assert "choose 1..6" in capsys.readouterr().err
+
+
+def test_tuned_encoders_run_in_bf16_close_to_fp32(tuned):
+    """--mme-precision bf16 copies each tuned layer into a bf16 load of the base (the fp32 one,
+    and its remembered vectors, untouched): close to fp32 and named in the signature."""
+    from test_mme import _samples
+
+    from dialeval.metrics.mme.encoder import running
+    from dialeval.metrics.mme.finetune import TunedEncoder
+    from dialeval.metrics.mme.model import MMEModel
+    from dialeval.scoring import score
+
+    out, _, _ = tuned
+    fp32 = score(_samples(), ENCODER_METRICS, mme_model=str(out), mme_norm="none")
+    bf16 = score(_samples(), ENCODER_METRICS, mme_model=str(out), mme_norm="none", mme_precision="bf16")
+    for name in ENCODER_METRICS:
+        np.testing.assert_allclose(bf16.sentence[name], fp32.sentence[name], atol=0.03, rtol=0, err_msg=name)
+        assert "dtype:bf16" in str(bf16.signatures[name]).split("|")
+    subs = [MMEModel(str(out)).get(s) for s in ("fm", "rm", "em")]
+    for model in subs:
+        if model._tuned_encoder is None:
+            continue
+        with running("cpu", "bf16"):
+            moved = model._encoder()
+        assert isinstance(moved, TunedEncoder) and moved is not model._tuned_encoder
+        assert moved.backbone.precision == "bf16" and model._encoder().backbone.precision == "fp32"
+        assert {str(p.dtype) for p in moved.top.parameters()} == {"torch.bfloat16"}

@@ -35,6 +35,8 @@ from dialeval.models.defaults import default_model_dir  # noqa: E402
 # read at collection, before conftest hides the defaults per test
 ADEM = {v: default_model_dir(v) for v in ("adem", "c_adem", "r_adem")}
 MME = default_model_dir("mme")
+MME_CROSS = default_model_dir("mme_cross")
+COMPOSE = default_model_dir("compose")
 BF16_MME = ("mme_fm", "mme_rm", "mme_em",                    # MiniLM's features
             "mme_sm_nll", "mme_sm_nce", "mme_sm_ppl")       # SM's masked LM
 FP32_MME = ("mme_tcm",)                                      # fp32 always
@@ -122,23 +124,39 @@ def test_precision_is_checked_before_any_work():
             build_metric(metric, **{option: "fp16"}, **{k: v for k, v in extra.items() if v is not None})
 
 
-def test_what_runs_in_fp32_or_on_the_cpu_only_is_refused_in_one_line():
-    from dialeval.metrics.learned.adem.encoding import check_runtime as adem_check
-    from dialeval.metrics.mme.submetric import check_runtime as mme_check
+def test_only_the_hierarchical_encoder_refuses_bf16_in_one_line():
+    """MiniLM, frozen or with tuned layers (ADEM's, MME's, the cross-encoder's), takes every
+    device and precision; the GRU encoder trained here runs in fp32 only."""
+    from dialeval.metrics.learned.adem.encoding import check_runtime
 
-    adem_check("minilm", False, "cuda", "bf16")          # the frozen MiniLM takes both
-    adem_check("hred:/x", False, "cuda", "fp32")         # the GRU encoder takes a device
-    mme_check("frozen", "cuda", "bf16")
-    for call, message in (
-            (lambda: adem_check("hred:/x", False, "cpu", "bf16"),
-             "--adem-precision bf16: this ADEM reads a hierarchical GRU"),
-            (lambda: adem_check("minilm", True, "cpu", "bf16"), "--adem-precision bf16: a fine-tuned ADEM"),
-            (lambda: adem_check("minilm", True, "cuda", "fp32"), "--adem-device cuda: a fine-tuned ADEM"),
-            (lambda: mme_check("finetune", "cpu", "bf16"), "--mme-precision bf16: a fine-tuned MME encoder"),
-            (lambda: mme_check("finetune", "cuda", "fp32"), "--mme-device cuda: a fine-tuned MME encoder")):
-        with pytest.raises(DialevalError) as info:
-            call()
-        assert str(info.value).startswith(message) and "\n" not in str(info.value)
+    check_runtime("minilm", "cuda", "bf16")
+    check_runtime("hred:/x", "cuda", "fp32")           # the GRU encoder takes a device
+    with pytest.raises(DialevalError) as info:
+        check_runtime("hred:/x", "cpu", "bf16")
+    message = str(info.value)
+    assert message.startswith("--adem-precision bf16: this ADEM reads a hierarchical GRU") and "\n" not in message
+
+
+@needs_models
+def test_the_shipped_cross_encoder_and_compose_take_bf16():
+    """`mme_rm_cross` (all six MiniLM layers tuned, stored float16) and `compose`, which reads
+    it, run under --mme-precision bf16: named in the signature, close to fp32 (the raw
+    probability within MME's tolerance), and not the fp32 values bit for bit."""
+    from dialeval import score
+
+    if MME_CROSS is None or COMPOSE is None:
+        pytest.skip("the default models package has no mme_cross or compose folder")
+    rows = _rows()
+    runs = {p: score(rows, [build_metric("mme_rm_cross", mme_cross_model=MME_CROSS, mme_norm="none",
+                                         mme_precision=p), "compose"], mme_precision=p,
+                     compose_model=COMPOSE, mme_model=MME, mme_cross_model=MME_CROSS)
+            for p in ("fp32", "bf16")}
+    a, b = np.asarray(runs["fp32"].sentence["mme_rm_cross"]), np.asarray(runs["bf16"].sentence["mme_rm_cross"])
+    np.testing.assert_allclose(b, a, atol=MME_ATOL, rtol=0)
+    assert (a != b).any()
+    assert "dtype:bf16" in _fields(runs["bf16"].signatures["mme_rm_cross"])
+    assert "dtype:bf16" not in _fields(runs["fp32"].signatures["mme_rm_cross"])
+    assert np.isfinite(runs["bf16"].sentence["compose"]).all()
 
 
 @no_cuda

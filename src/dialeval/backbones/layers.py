@@ -44,8 +44,9 @@ def pad_states(states):
     import torch
 
     width = max(s.shape[0] for s in states)
-    hidden = torch.zeros(len(states), width, states[0].shape[1])
-    att = torch.zeros(len(states), width, dtype=torch.long)
+    device = states[0].device
+    hidden = torch.zeros(len(states), width, states[0].shape[1], device=device)
+    att = torch.zeros(len(states), width, dtype=torch.long, device=device)
     for r, s in enumerate(states):
         hidden[r, :s.shape[0]] = s
         att[r, :s.shape[0]] = 1

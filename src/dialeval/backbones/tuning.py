@@ -71,14 +71,15 @@ class LowerStates:
         self.states: list = [None] * len(self.texts)
         self.frozen = None
         all_layers = encoder_layers(self.base)
+        self.device = backbone.device        # the states stay there: the tuned layers train there
         with torch.inference_mode():
             for rows in length_batches([len(x) for x in ids], batch_size):
-                inp = torch.tensor([ids[i] for i in rows])
+                inp = torch.tensor([ids[i] for i in rows], device=self.device)
                 att = torch.ones_like(inp)
                 hidden = run_layers(self.base, all_layers[:self.n_lower], embed(self.base, inp), att)
                 if top_pooling is not None:
                     feats = pool(run_layers(self.base, all_layers[self.n_lower:], hidden, att), att,
-                                 top_pooling).numpy()
+                                 top_pooling).cpu().numpy()
                     if self.frozen is None:
                         self.frozen = np.zeros((len(self.texts), feats.shape[1]), dtype=np.float32)
                 for r, i in enumerate(rows):
@@ -147,6 +148,20 @@ class TunedBackbone:
     def fingerprint(self) -> str:
         return f"{self.base_name}+top{len(self.top)}@{self.weights_id}"
 
+    def tuned_state(self) -> dict[int, dict[str, Any]]:
+        """The tuned layers' tensors by layer index, as `scoring_layers` takes them."""
+        return {self.n_lower + k: layer.state_dict() for k, layer in enumerate(self.top)}
+
+    def moved(self, backbone) -> "TunedBackbone":
+        """This tuned model over another load of the same base (`--adem-device`/`--mme-device`,
+        `--adem-precision`/`--mme-precision`): the tuned layers are copied into that backbone's
+        layers, so they take its device and dtype, and the memory of vectors starts empty."""
+        other = copy.copy(self)
+        other.backbone, other.base, other.tokenizer = backbone, backbone.model, backbone.tokenizer
+        other.top = scoring_layers(backbone.model, self.tuned_state())
+        other.cache = {}
+        return other
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         import torch
 
@@ -155,23 +170,32 @@ class TunedBackbone:
             apply_thread_policy()
             ids = _ids(self.backbone, missing, self.max_length, self.blank)
             lower = encoder_layers(self.base)[:self.n_lower]
+            device = self.backbone.device
             with torch.inference_mode():
                 for rows in length_batches([len(x) for x in ids], self.batch_size):
-                    full = batching.pass_rows(rows, len(ids[rows[0]]), self.batch_size,
-                                               self.backbone.device)
-                    inp = torch.tensor([ids[i] for i in full])
+                    full = batching.pass_rows(rows, len(ids[rows[0]]), self.batch_size, device)
+                    inp = torch.tensor([ids[i] for i in full], device=device)
                     att = torch.ones_like(inp)
                     hidden = run_layers(self.base, lower, embed(self.base, inp), att)
-                    out = pool(run_layers(self.base, self.top, hidden, att), att, self.pooling)
+                    out = pool(run_layers(self.base, self.top, hidden, att).float(), att, self.pooling)
                     if self.normalize:
                         out = l2_normalize(out)
-                    vecs = out.numpy().astype(np.float32)
+                    vecs = out.cpu().numpy().astype(np.float32)
                     for r, i in enumerate(rows):
                         self.cache[missing[i]] = vecs[r]
         if not texts:
             dim = self.base.config.hidden_size * (2 if self.pooling == "mean+max" else 1)
             return np.zeros((0, dim), dtype=np.float32)
         return np.stack([self.cache[t] for t in texts])
+
+
+def on_backbone(tuned, backbone):
+    """`tuned` (a tuned model built over the process's fp32 cpu backbone: `TunedBackbone`, MME's
+    `CrossScorer`) over `backbone`, another load of its base on a device or in a precision a
+    user asked for; made once by `tuned.moved(backbone)` and kept beside that backbone."""
+    if backbone is tuned.backbone:
+        return tuned
+    return backbone.attach(("tuned", type(tuned).__name__, tuned.weights_id), lambda: tuned.moved(backbone))
 
 
 # -- the training loop --------------------------------------------------------------------------------
@@ -257,7 +281,7 @@ def tune_top_layers(top, loss: Callable[[Any], Any], epoch_batches: Callable[[in
 # -- storage --------------------------------------------------------------------------------------
 def layer_tensors(top, n_lower: int) -> dict[str, Any]:
     """Flat safetensors dict `encoder.layer.{i}.{name}` of the tuned layers (the base model's names)."""
-    return {f"encoder.layer.{n_lower + k}.{name}": t.detach().contiguous().clone()
+    return {f"encoder.layer.{n_lower + k}.{name}": t.detach().cpu().contiguous().clone()
             for k, layer in enumerate(top) for name, t in layer.state_dict().items()}
 
 

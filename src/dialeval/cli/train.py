@@ -121,8 +121,12 @@ class _Runner:
         self.items = items
 
     def __call__(self, args) -> int:
+        from dialeval.backbones.runtime import check_device
         from dialeval.models.commands import resolve
 
+        if getattr(args, "device", None) is not None:
+            # a torch device that is not here stops every trainer before it reads its data
+            args.device = check_device("device", args.device)
         if self.command.run:
             return resolve(self.command.run)(args)
         return default_run(self.command, self.items, args)

@@ -47,6 +47,9 @@ class Estimator:
     # away from their default, so that an older recipe, rebuilt, gives the bytes it gave before
     # (a missing one loads as its default)
     quiet_params: ClassVar[tuple[str, ...]] = ()
+    # parameters of how a fit runs, not of what it learns (the torch device): never written, so a
+    # model trained on a GPU loads and scores on a machine without one, and saves the same bytes
+    runtime_params: ClassVar[tuple[str, ...]] = ()
 
     # -- parameters --------------------------------------------------------------------------
     @classmethod
@@ -113,7 +116,7 @@ class Estimator:
         values, arrays = self._state()
         defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
         params = {k: v for k, v in self.get_params().items()
-                  if not (k in self.quiet_params and v == defaults.get(k))}
+                  if k not in self.runtime_params and not (k in self.quiet_params and v == defaults.get(k))}
         config = {**_jsonable(self._description()), "estimator": type(self).__name__,
                   "params": _jsonable(params), "state": _jsonable(values)}
         return save_artifact(directory, self.kind, config, arrays=arrays, write=self._write_files)

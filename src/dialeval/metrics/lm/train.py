@@ -214,7 +214,9 @@ class LMTrainer(Estimator):
 
         from ...data.corpus import pairs as corpus_pairs, read_corpus
 
-        cfg = LMTrainConfig(**self.get_params())
+        from ...backbones.runtime import check_device
+
+        cfg = LMTrainConfig(**{**self.get_params(), "device": check_device("device", self.device)})
         torch.manual_seed(cfg.seed)
         if cfg.device == "cpu":
             from ...models.threads import default_threads

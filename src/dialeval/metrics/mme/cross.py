@@ -62,7 +62,7 @@ def pair_ids(tokenizer, contexts: Sequence[str], responses: Sequence[str]) -> li
     return out
 
 
-def _padded(ids: Sequence[Sequence[int]], pad_id: int):
+def _padded(ids: Sequence[Sequence[int]], pad_id: int, device: str = "cpu"):
     import torch
 
     width = max(len(x) for x in ids)
@@ -71,17 +71,19 @@ def _padded(ids: Sequence[Sequence[int]], pad_id: int):
     for r, x in enumerate(ids):
         inp[r, :len(x)] = torch.tensor(x, dtype=torch.long)
         att[r, :len(x)] = 1
-    return inp, att
+    return inp.to(device), att.to(device)
 
 
-def _logits(base, layers, head_w, head_b, inp, att):
-    """Head logits of one padded batch through `layers` (the tuned ones) over `base`'s embeddings."""
+def _logits(base, layers, head_w, head_b, inp, att, pool_fp32: bool = False):
+    """Head logits of one padded batch through `layers` (the tuned ones) over `base`'s embeddings.
+    `pool_fp32`: the states pooled in float32 (scoring a bf16 copy; training's autocast keeps its
+    own dtypes, so the trained bits stay as they were)."""
     import torch
 
     with torch.no_grad():
         hidden = embed(base, inp)
     states = run_layers(base, layers, hidden, att)
-    return pool(states, att, "mean") @ head_w + head_b
+    return pool(states.float() if pool_fp32 else states, att, "mean") @ head_w + head_b
 
 
 def _length_buckets(lengths: Sequence[int], batch: int, rng: random.Random | None) -> list[list[int]]:
@@ -102,7 +104,7 @@ class CrossScorer:
     of (context, response) pairs in float32."""
 
     def __init__(self, backbone, layers: Mapping[int, Mapping[str, Any]], head: Mapping[str, np.ndarray],
-                 batch_size: int = BATCH):
+                 batch_size: int = BATCH, weights_id: str = ""):
         from ...backbones.tuning import scoring_layers
 
         self.backbone, self.base, self.tokenizer = backbone, backbone.model, backbone.tokenizer
@@ -114,6 +116,13 @@ class CrossScorer:
         self.layers = scoring_layers(self.base, layers)
         self.head = {k: np.asarray(v, dtype=np.float32) for k, v in head.items()}
         self.batch_size = max(1, int(batch_size))
+        self.weights_id = weights_id
+
+    def moved(self, backbone) -> "CrossScorer":
+        """This scorer over another load of the base (`--mme-device`, `--mme-precision`): the
+        tuned layers take that backbone's device and dtype; the head stays float32."""
+        layers = {k: layer.state_dict() for k, layer in enumerate(self.layers)}
+        return CrossScorer(backbone, layers, self.head, self.batch_size, self.weights_id)
 
     def logits(self, contexts: Sequence[str], responses: Sequence[str]) -> np.ndarray:
         """One token length per forward pass and the backbones' fixed-shape rule
@@ -128,14 +137,15 @@ class CrossScorer:
         keys = list(dict.fromkeys(zip(contexts, responses)))
         ids = pair_ids(self.tokenizer, [c for c, _ in keys], [r for _, r in keys])
         got = np.zeros(len(ids), dtype=np.float64)
-        w = torch.from_numpy(self.head["w"])
-        b = torch.from_numpy(self.head["b"])
+        device = self.backbone.device
+        w = torch.from_numpy(self.head["w"]).to(device)
+        b = torch.from_numpy(self.head["b"]).to(device)
         with torch.inference_mode():
             for rows in length_batches([len(x) for x in ids], self.batch_size):
-                full = batching.pass_rows(rows, len(ids[rows[0]]), self.batch_size, "cpu")
-                inp = torch.tensor([ids[i] for i in full], dtype=torch.long)
-                z = _logits(self.base, self.layers, w, b, inp, torch.ones_like(inp))
-                got[rows] = z[:len(rows)].double().numpy()
+                full = batching.pass_rows(rows, len(ids[rows[0]]), self.batch_size, device)
+                inp = torch.tensor([ids[i] for i in full], dtype=torch.long, device=device)
+                z = _logits(self.base, self.layers, w, b, inp, torch.ones_like(inp), pool_fp32=True)
+                got[rows] = z[:len(rows)].double().cpu().numpy()
         where = {k: i for i, k in enumerate(keys)}
         return np.array([got[where[k]] for k in zip(contexts, responses)], dtype=np.float64)
 
@@ -165,8 +175,10 @@ def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], label
     torch.manual_seed(seed)
     rng = random.Random(f"{seed}:cross")
     base, tok = backbone.model, backbone.tokenizer
+    dev = backbone.device                     # a trainer's --device: everything trains there
+    autocast = str(dev).split(":")[0]          # bf16 autocast on that device type
     ids = pair_ids(tok, contexts, responses)
-    y = torch.tensor(np.asarray(labels, dtype=np.float32))
+    y = torch.tensor(np.asarray(labels, dtype=np.float32), device=dev)
     order = list(range(len(ids)))
     rng.shuffle(order)
     n_valid = max(1, int(len(ids) * VALID_SHARE))
@@ -176,14 +188,14 @@ def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], label
         p.requires_grad_(True)
     top.train()
     dim = base.config.hidden_size
-    head_w = torch.nn.Parameter(torch.zeros(dim))
-    head_b = torch.nn.Parameter(torch.zeros(()))
+    head_w = torch.nn.Parameter(torch.zeros(dim, device=dev))
+    head_b = torch.nn.Parameter(torch.zeros((), device=dev))
     pad = tok.pad_token_id or 0
     bce = torch.nn.functional.binary_cross_entropy_with_logits
 
     def loss(rows):
-        inp, att = _padded([ids[train[i]] for i in rows], pad)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        inp, att = _padded([ids[train[i]] for i in rows], pad, dev)
+        with torch.autocast(autocast, dtype=torch.bfloat16):
             z = _logits(base, top, head_w, head_b, inp, att)
         return bce(z.float(), y[[train[i] for i in rows]])
 
@@ -192,8 +204,8 @@ def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], label
         total = 0.0
         with torch.inference_mode():
             for rows in _length_buckets([len(ids[i]) for i in valid], 64, None):
-                inp, att = _padded([ids[valid[i]] for i in rows], pad)
-                with torch.autocast("cpu", dtype=torch.bfloat16):
+                inp, att = _padded([ids[valid[i]] for i in rows], pad, dev)
+                with torch.autocast(autocast, dtype=torch.bfloat16):
                     z = _logits(base, top, head_w, head_b, inp, att)
                 total += float(bce(z.float(), y[[valid[i] for i in rows]], reduction="sum"))
         top.train()
@@ -226,8 +238,8 @@ def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], label
         head_b.data.copy_(b)
     top.eval()
     tensors = half_round(layer_tensors(top, 0))
-    head = {"w": head_w.detach().to(torch.float16).float().numpy(),
-            "b": np.asarray(head_b.detach().to(torch.float16).float().numpy(), dtype=np.float32)}
+    head = {"w": head_w.detach().to(torch.float16).float().cpu().numpy(),
+            "b": np.asarray(head_b.detach().to(torch.float16).float().cpu().numpy(), dtype=np.float32)}
     info = {"rows": len(ids), "train_rows": len(train), "valid_rows": len(valid),
             "start_valid_loss": round(float(start[0]), 5), "valid_loss": round(float(result.best_score), 5),
             "epochs_planned": epochs, "steps": result.steps, "stopped_by_deadline": result.stopped,

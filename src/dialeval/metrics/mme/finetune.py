@@ -42,7 +42,7 @@ import numpy as np
 from ...backbones.tuning import (WEIGHTS_FILE, LowerStates, TunedBackbone, layer_tensors, tune_top_layers)
 from ...backbones.tuning import load_layers as _load_layers
 from ...backbones.tuning import save_layers as _save_layers
-from .encoder import BLANK, MAX_TOKENS, POOLING, backbone, default_encoder_dir, encoder_id
+from .encoder import BLANK, MAX_TOKENS, POOLING, backbone, default_encoder_dir, encoder_id, runtime
 
 __all__ = ["WEIGHTS_FILE", "Prepared", "TunedEncoder", "finetune", "save_layers", "load_layers"]
 
@@ -57,7 +57,8 @@ class Prepared(LowerStates):
 
     def __init__(self, texts: Sequence[str], layers: int, base_dir: str | None = None, batch_size: int = 64):
         self.base_dir = base_dir or default_encoder_dir()
-        super().__init__(backbone(self.base_dir), texts, layers, max_length=MAX_TOKENS, blank=BLANK,
+        # on the device of `encoder.running` (a trainer's --device); training is fp32
+        super().__init__(backbone(self.base_dir, runtime()[0]), texts, layers, max_length=MAX_TOKENS, blank=BLANK,
                          batch_size=batch_size, top_pooling=POOLING)
 
 
@@ -110,16 +111,18 @@ def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, co
     # loss at the start of stage 2 is 0.4710 against stage 1's 0.4688. The stored head keeps the
     # floored sd, so scoring computes the same function as training.
     sd_floored = np.maximum(np.asarray(head_arrays["sd"], dtype=np.float64), SD_FLOOR)
-    mu = torch.tensor(head_arrays["mu"], dtype=torch.float32)
-    sd = torch.tensor(sd_floored, dtype=torch.float32)
+    dev = prep.device             # the head and the batches live beside the states
+    mu = torch.tensor(head_arrays["mu"], dtype=torch.float32, device=dev)
+    sd = torch.tensor(sd_floored, dtype=torch.float32, device=dev)
     head = torch.nn.Sequential(torch.nn.Dropout(dropout), torch.nn.Linear(mu.shape[0], head_arrays["w0"].shape[0]),
                                torch.nn.GELU(), torch.nn.Dropout(dropout), torch.nn.Linear(head_arrays["w0"].shape[0], 1))
+    head.to(dev)
     with torch.no_grad():
         for name, key in (("1.weight", "w0"), ("1.bias", "b0"), ("4.weight", "w1"), ("4.bias", "b1")):
             head.state_dict()[name].copy_(torch.tensor(head_arrays[key], dtype=torch.float32))
     loss_fn = torch.nn.BCEWithLogitsLoss()
     planned = max(1, epochs * math.ceil(max(len(y) - len(valid_idx), 1) / batch_size))
-    yt = torch.tensor(np.asarray(y, dtype=np.float32))
+    yt = torch.tensor(np.asarray(y, dtype=np.float32), device=dev)
     n = len(y)
     valid_idx = np.asarray(valid_idx, dtype=int)
     train_idx = np.setdiff1d(np.arange(n), valid_idx)
@@ -129,7 +132,7 @@ def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, co
         need = list(dict.fromkeys(int(index[c][r]) for c in range(len(columns)) for r in rows))
         where = {t: k for k, t in enumerate(need)}
         feats = prep.top_output(top, need, POOLING)
-        cols = [feats[torch.tensor([where[int(index[c][r])] for r in rows])] for c in range(len(columns))]
+        cols = [feats[torch.tensor([where[int(index[c][r])] for r in rows], device=dev)] for c in range(len(columns))]
         return head((combine(*cols) - mu) / sd)[:, 0]
 
     def held_out_loss() -> float:
@@ -141,7 +144,7 @@ def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, co
         with torch.no_grad():
             for s in range(0, len(valid_idx), 64):
                 rows = valid_idx[s:s + 64]
-                total += float(loss_fn(forward(rows), yt[rows])) * len(rows)
+                total += float(loss_fn(forward(rows), yt[torch.as_tensor(rows, device=dev)])) * len(rows)
         return total / len(valid_idx)
 
     def snapshot():
@@ -174,7 +177,8 @@ def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, co
     start_loss = held_out_loss()
     history.append(round(start_loss, 5))
     # keep the best held-out state; with no held-out rows (tiny sets), the latest
-    result = tune_top_layers(top, lambda rows: loss_fn(forward(rows), yt[rows]), epoch_batches,
+    result = tune_top_layers(top, lambda rows: loss_fn(forward(rows), yt[torch.as_tensor(rows, device=dev)]),
+                             epoch_batches,
                              evaluate=held_out_loss, better=lambda v, best: v < best - 1e-5 or not len(valid_idx),
                              snapshot=snapshot, start=(start_loss, snapshot()), epochs=epochs, lr=lr,
                              planned_steps=planned, extra_groups=[{"params": list(head.parameters()), "lr": lr * 10}],
@@ -183,8 +187,8 @@ def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, co
     head.load_state_dict(result.best_state[1])
     hs = head.state_dict()
     arrays = {"mu": np.asarray(head_arrays["mu"], dtype=np.float64), "sd": sd_floored,
-              "w0": hs["1.weight"].numpy().astype(np.float64), "b0": hs["1.bias"].numpy().astype(np.float64),
-              "w1": hs["4.weight"].numpy().astype(np.float64), "b1": hs["4.bias"].numpy().astype(np.float64)}
+              **{key: hs[name].cpu().numpy().astype(np.float64)
+                 for name, key in (("1.weight", "w0"), ("1.bias", "b0"), ("4.weight", "w1"), ("4.bias", "b1"))}}
     info = {"finetune_layers": layers, "tuned_layer_indices": list(range(n_lower, prep.n_layers)),
             "finetune_epochs_run": result.epochs_run, "finetune_steps": result.steps,
             "finetune_best_epoch": round(result.best_position, 2),

@@ -42,8 +42,6 @@ class _MMEBase(Metric):
     sub: ClassVar[str] = ""
     # relevance and topic coherence score (context, response); the others the response alone
     reads_context: ClassVar[bool] = False
-    # whether the sub-metric reads MiniLM's features (FM, RM, EM)
-    reads_encoder: ClassVar[bool] = True
     # whether --mme-precision applies (FM, RM, EM: MiniLM; SM: its masked LM; not TCM)
     takes_precision: ClassVar[bool] = True
     # the option naming the folder (mme_rm_cross reads its own folder, beside the frozen one)
@@ -158,11 +156,6 @@ class _MMEBase(Metric):
         # the fine-tuned variant adds its mode and tuned weights; the frozen default adds nothing
         opts.extend(own)
         self._check_mode(dict(own).get("encoder_mode", "frozen"))
-        if self.reads_encoder:
-            from .submetric import check_runtime
-
-            mode = dict(own).get("encoder_mode", "frozen")
-            check_runtime("frozen" if mode == "frozen" else "finetune", self.device, self.precision)
         return opts + self._own_options() + self._runtime_options()
 
     def _own_options(self) -> list[tuple[str, Any]]:
@@ -230,7 +223,6 @@ class MMETopicCoherence(_MMEBase):
     description = "MME topic coherence: graph attention over context/response keywords"
     sub = "tcm"
     reads_context = True
-    reads_encoder = False
     takes_precision = False   # stored word vectors and a small graph network trained here: fp32 always
 
     def _raw(self, batch):
@@ -253,7 +245,6 @@ class MMEEngagement(_MMEBase):
 class _MMESpecificity(_MMEBase):
     sub = "sm"
     variant: ClassVar[str] = ""
-    reads_encoder = False     # its own small masked LM (trained here), which --mme-precision casts too
 
     def _raw(self, batch):
         all_raw = batch.memo(("mme-sm", self.model.tag, self.device, self.precision),

@@ -62,7 +62,10 @@ class MMETrainer(Estimator):
       max_examples: DailyDialog train utterances sampled for FM/RM/TCM
       sm_sentences: DailyDialog train sentences the specificity masked LM trains on
       seed: random seed
-      device: cpu (the only one implemented)
+      device: torch device of the MiniLM passes (the frozen features; with finetune or cross,
+        the tuned layers and their heads), cpu or cuda[:N]; the small networks trained here
+        (FM/RM/EM's heads over frozen features, TCM's graph network, SM's masked LM) stay on
+        the CPU
       encoder: sentence-transformers folder to use instead of all-MiniLM-L6-v2
       encoder_mode: frozen (heads only, the default) or finetune (the top MiniLM layers with the
         FM, RM and EM heads; the tuned layers are stored in each sub-metric's folder)
@@ -102,8 +105,9 @@ class MMETrainer(Estimator):
         self.finetune_lr = finetune_lr
 
     def _check(self) -> None:
-        if self.device != "cpu":
-            raise DialevalError(f"--device {self.device}: the MME sub-metrics train on the CPU in this version")
+        from ...backbones.runtime import check_device
+
+        check_device("device", self.device)
         if self.encoder_mode not in ("frozen", "finetune"):
             raise DialevalError(f"encoder mode {self.encoder_mode!r}: choose frozen or finetune")
         if self.rm_encoder_mode not in (None, "frozen", "finetune", "cross"):
@@ -123,9 +127,16 @@ class MMETrainer(Estimator):
         """Train `only` on the DailyDialog-style `corpus` (EM on the `engagement` folder). With
         `checkpoint` (the output folder), the folder is saved after each sub-metric, so a long
         run that stops keeps what it finished."""
-        from .data import engagement_examples, read_dialogues, sample_dialogues
+        from .encoder import running
 
         self._check()
+        with running(self.device, "fp32"):
+            return self._fit(corpus, engagement=engagement, say=say, checkpoint=checkpoint)
+
+    def _fit(self, corpus: str, *, engagement: str | None, say: Callable[[str], None] | None,
+             checkpoint: str | None) -> "MMETrainer":
+        from .data import engagement_examples, read_dialogues, sample_dialogues
+
         only = list(self.only)
         tuning = {"encoder_mode": self.encoder_mode, "finetune_layers": int(self.finetune_layers),
                   "finetune_epochs": int(self.finetune_epochs), "finetune_lr": float(self.finetune_lr)}

@@ -177,14 +177,13 @@ class RelevanceModel(HeadSubMetric):
 
     def raw(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> np.ndarray:
         if self.encoder_mode == "cross":
-            from .encoder import runtime
+            from .encoder import backbone, runtime
             from .heads import sigmoid
-            from .submetric import check_runtime
 
             self.check_fitted()
-            check_runtime(self.encoder_mode, *runtime())
+            scorer = self._cross_scorer(backbone(self.encoder, *runtime()))
             ctx = [context_text(c, self._turns()) for c in contexts]
-            return sigmoid(self._cross_scorer().logits(ctx, list(responses)))
+            return sigmoid(scorer.logits(ctx, list(responses)))
         enc = self._encoder()
         ctx = [context_text(c, self.context_turns) for c in contexts]
         return self.raw_from_features(pair_features(enc.features(ctx), enc.features(list(responses))))
@@ -192,18 +191,18 @@ class RelevanceModel(HeadSubMetric):
     # -- the cross-encoder variant (cross.py) ------------------------------------------------
     def _fit_cross(self, ctx_texts, resp_texts, y, started, info, deadline, say) -> "RelevanceModel":
         from .cross import CrossScorer, fit_cross
-        from .encoder import backbone
+        from .encoder import backbone, runtime
         from .heads import sigmoid
         from .normalise import fit_range
 
-        base = backbone(self.encoder)
+        base = backbone(self.encoder, runtime()[0])      # a trainer's --device (encoder.running)
         tensors, head, record = fit_cross(base, ctx_texts, resp_texts, y, seed=self.seed, lr=self.finetune_lr,
                                           epochs=self.finetune_epochs, deadline=deadline, say=say)
         valid = record.pop("valid")
         self.cross_layers_ = tensors
         self.head_ = head
         self.weights_id_ = _tensors_id(tensors)
-        self._scorer = CrossScorer(base, _by_layer(tensors), head)
+        self._scorer = CrossScorer(base, _by_layer(tensors), head, weights_id=self.weights_id_)
         held = sigmoid(self._scorer.logits([ctx_texts[i] for i in valid], [resp_texts[i] for i in valid]))
         self.norm_low_, self.norm_high_ = fit_range(held)
         self.info_ = {**info, **record, "encoder_mode": "cross", "examples": int(len(y)), "positives": float(np.sum(y)),
@@ -212,14 +211,19 @@ class RelevanceModel(HeadSubMetric):
                       "norm_from": "held-out training rows", "train_seconds": round(time.monotonic() - started, 1)}
         return self
 
-    def _cross_scorer(self):
-        scorer = getattr(self, "_scorer", None)
-        if scorer is None:
-            from .cross import CrossScorer
-            from .encoder import backbone
+    def _cross_scorer(self, bb):
+        """The scorer over backbone `bb` (the MiniLM of `encoder.running`'s device and
+        precision): the one training made when it is that backbone's, else one built from the
+        stored layers straight onto `bb` (a bf16 run never holds an fp32 copy of the layers),
+        kept beside `bb`."""
+        from ...backbones.tuning import on_backbone
+        from .cross import CrossScorer
 
-            scorer = self._scorer = CrossScorer(backbone(self.encoder), _by_layer(self.cross_layers_), self.head_)
-        return scorer
+        scorer = getattr(self, "_scorer", None)
+        if scorer is not None:
+            return on_backbone(scorer, bb)
+        return bb.attach(("tuned", "CrossScorer", self.weights_id_),
+                         lambda: CrossScorer(bb, _by_layer(self.cross_layers_), self.head_, weights_id=self.weights_id_))
 
     def signature_options(self) -> list[tuple[str, Any]]:
         if self.encoder_mode == "cross":
@@ -253,7 +257,7 @@ class RelevanceModel(HeadSubMetric):
         import torch
 
         from ...errors import DialevalError
-        from .encoder import backbone
+        from .encoder import backbone, runtime
         from .finetune import WEIGHTS_FILE
         from ...backbones.layers import encoder_layers
         from ...backbones.tuning import load_layers
@@ -265,7 +269,7 @@ class RelevanceModel(HeadSubMetric):
         self.norm_high_ = float(values["norm_high_"])
         self.info_ = dict(values.get("info_") or {})
         self.weights_id_ = str(values["weights_id_"])
-        base = backbone(self.encoder).model
+        base = backbone(self.encoder, *runtime()).model     # for its layer shapes: the run's own copy
         layers = load_layers(os.path.join(directory, WEIGHTS_FILE), range(len(encoder_layers(base))), base,
                              what=f"a cross-encoder {self.kind}")
         self.cross_layers_ = {f"encoder.layer.{i}.{k}": v.to(torch.float32) for i, d in layers.items()

@@ -25,21 +25,6 @@ from .normalise import apply_range, fit_range
 HEAD_KEYS = ("mu", "sd", "w0", "b0", "w1", "b1")
 
 
-def check_runtime(encoder_mode: str, device: str = "cpu", precision: str = "fp32") -> None:
-    """Refuse, in one line, what a fine-tuned sub-metric's encoder (its own tuned MiniLM top
-    layers, `finetune.TunedEncoder`) cannot run with: it runs on the cpu in fp32 only."""
-    from ...errors import DialevalError
-
-    if encoder_mode == "frozen":
-        return
-    if precision != "fp32":
-        raise DialevalError(f"--mme-precision {precision}: a fine-tuned MME encoder (tuned MiniLM top layers) "
-                            "runs in fp32 only; use --mme-precision fp32")
-    if device != "cpu":
-        raise DialevalError(f"--mme-device {device}: a fine-tuned MME encoder (tuned MiniLM top layers) "
-                            "runs on the cpu only; use --mme-device cpu")
-
-
 class HeadSubMetric(Estimator):
     """Base: a head over frozen features; `raw()` is the head's probability, `score()` the
     USL-H-normalised value in [0, 1]."""
@@ -61,13 +46,14 @@ class HeadSubMetric(Estimator):
 
     # -- encoder ----------------------------------------------------------------------------
     def _encoder(self):
-        """The frozen shared encoder, or this model's own tuned one once it is fitted."""
+        """The frozen shared encoder, or this model's own tuned one once it is fitted (either on
+        the device and in the precision of `encoder.running`)."""
         tuned = getattr(self, "_tuned_encoder", None)
         if tuned is not None:
-            from .encoder import runtime
+            from ...backbones.tuning import on_backbone
+            from .encoder import backbone, runtime
 
-            check_runtime(self.encoder_mode, *runtime())
-            return tuned
+            return on_backbone(tuned, backbone(self.encoder, *runtime()))
         from .encoder import shared_encoder
 
         return shared_encoder(self.encoder)

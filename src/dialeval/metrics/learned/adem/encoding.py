@@ -20,16 +20,10 @@ from ....errors import DialevalError
 BUNDLED_ENCODER = "encoder"   # subfolder of a saved model holding its hred encoder
 
 
-def check_runtime(encoder: str, tuned: bool, device: str = "cpu", precision: str = "fp32") -> None:
-    """Refuse, in one line, a device or precision this model's encoder cannot run with
-    (`--adem-device`, `--adem-precision`): a fine-tuned MiniLM (its tuned top layers) runs on the
-    CPU in fp32 only, and a hierarchical GRU encoder in fp32 only (on any device)."""
-    if tuned and precision != "fp32":
-        raise DialevalError(f"--adem-precision {precision}: a fine-tuned ADEM (tuned MiniLM top layers) "
-                            "runs in fp32 only; use --adem-precision fp32")
-    if tuned and device != "cpu":
-        raise DialevalError(f"--adem-device {device}: a fine-tuned ADEM (tuned MiniLM top layers) "
-                            "runs on the cpu only; use --adem-device cpu")
+def check_runtime(encoder: str, device: str = "cpu", precision: str = "fp32") -> None:
+    """Refuse, in one line, a precision this model's encoder cannot run with (`--adem-precision`):
+    a hierarchical GRU encoder (small, trained here) runs in fp32 only, on any device. MiniLM,
+    frozen or with tuned top layers, takes every device and precision."""
     if str(encoder).startswith("hred:") and precision != "fp32":
         raise DialevalError(f"--adem-precision {precision}: this ADEM reads a hierarchical GRU encoder, "
                             "which runs in fp32 only; use --adem-precision fp32")
@@ -41,7 +35,7 @@ def model_encoder(model, device: str = "cpu", precision: str = "fp32"):
     pretrained MiniLM backbone; see `check_runtime` for what else is refused."""
     from .encoders import make_encoder
 
-    check_runtime(model.encoder, getattr(model, "tuned_layers_", None) is not None, device, precision)
+    check_runtime(model.encoder, device, precision)
     enc = make_encoder(model.encoder, int(model.context_turns), device, precision)
     if getattr(model, "tuned_layers_", None) is not None:
         enc = tuned_encoder(model, enc)
@@ -53,8 +47,8 @@ def model_encoder(model, device: str = "cpu", precision: str = "fp32"):
 
 
 def tuned_encoder(model, frozen):
-    """The MiniLM with `model`'s tuned top layers, built once per model object (it holds a
-    copy of the top layers)."""
+    """The MiniLM with `model`'s tuned top layers over `frozen`'s backbone (its device and
+    precision), built once per model object and backbone (it holds a copy of the top layers)."""
     cached = getattr(model, "_tuned", None)
     if cached is None:
         from .finetune import TunedMiniLM, by_layer, tensors_id
@@ -62,7 +56,7 @@ def tuned_encoder(model, frozen):
         cached = TunedMiniLM(by_layer(model.tuned_layers_), frozen.model_dir, frozen.fingerprint(),
                              tensors_id(model.tuned_layers_), int(model.context_turns))
         model._tuned = cached
-    return cached
+    return cached.on(frozen.backbone())
 
 
 def encode(enc, contexts: Sequence[Sequence[str]], references: Sequence[Sequence[str]],

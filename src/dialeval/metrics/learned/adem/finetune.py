@@ -31,6 +31,7 @@ in the signature); what differs is ADEM's own:
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from typing import Callable, Mapping, Sequence
@@ -39,15 +40,16 @@ import numpy as np
 
 from ....backbones import load_backbone
 from ....backbones.tuning import LowerStates as _LowerStates
-from ....backbones.tuning import TunedBackbone, by_layer, layer_tensors, tensors_id, tune_top_layers
+from ....backbones.tuning import (TunedBackbone, by_layer, layer_tensors, on_backbone, tensors_id,
+                                  tune_top_layers)
 from dialeval.stats import spearman
 
 __all__ = ["TunedMiniLM", "LowerStates", "RowTexts", "finetune_adem", "finetune_rows", "base_model", "top_vectors",
            "context_text", "max_tokens", "tensors_id", "by_layer"]
 
 
-def backbone(model_dir: str):
-    return load_backbone(model_dir, kind="sentence-transformers")
+def backbone(model_dir: str, device: str = "cpu"):
+    return load_backbone(model_dir, kind="sentence-transformers", device=device)
 
 
 def max_tokens(model_dir: str) -> int:
@@ -83,6 +85,16 @@ class TunedMiniLM:
     def fingerprint(self) -> str:
         return self.tuned.fingerprint()
 
+    def on(self, bb) -> "TunedMiniLM":
+        """This encoder over `bb`, another load of the base (`--adem-device`, `--adem-precision`);
+        the tuned copy is made once per backbone and kept beside it."""
+        if bb is self.tuned.backbone:
+            return self
+        other = copy.copy(self)
+        other.tuned = on_backbone(self.tuned, bb)
+        other.base, other.top = other.tuned.base, other.tuned.top
+        return other
+
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         return self.tuned.encode(texts).astype(np.float64)
 
@@ -94,8 +106,9 @@ class TunedMiniLM:
 class LowerStates(_LowerStates):
     """Each distinct text's token states below the tuned layers, computed once."""
 
-    def __init__(self, texts: Sequence[str], layers: int, model_dir: str, batch_size: int = 64):
-        bb = backbone(model_dir)
+    def __init__(self, texts: Sequence[str], layers: int, model_dir: str, batch_size: int = 64,
+                 device: str = "cpu"):
+        bb = backbone(model_dir, device)
         n = len(bb.model.encoder.layer)
         super().__init__(bb, texts, layers, batch_size=batch_size,
                          layer_range_error=f"finetune_layers must be 0..{n}, not {layers}")
@@ -132,22 +145,23 @@ def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray,
     say = say or (lambda m: None)
     torch.manual_seed(model.seed)
     rng = np.random.default_rng(model.seed + 1)
-    prep = LowerStates(train.all_texts() + val.all_texts(), layers, model_dir)
+    prep = LowerStates(train.all_texts() + val.all_texts(), layers, model_dir, device=model.device)
+    dev = prep.device             # the tuned layers, M, N and the batches live beside the states
     say(f"[adem] stage 2: {len(prep.texts)} texts below layer {prep.n_lower} encoded in {prep.seconds:.0f} s")
     n_lower = prep.n_lower
     top = prep.trainable_top()
     top.eval()                                 # no dropout in the tuned layers (as MME)
     use_c, use_r = model.variant in ("adem", "c_adem"), model.variant in ("adem", "r_adem")
-    mu = torch.tensor(model.pca_mean_, dtype=torch.float32)
-    P = torch.tensor(model.pca_components_.T, dtype=torch.float32)
-    M = torch.nn.Parameter(torch.tensor(model.M_, dtype=torch.float32))
-    N = torch.nn.Parameter(torch.tensor(model.N_, dtype=torch.float32))
+    mu = torch.tensor(model.pca_mean_, dtype=torch.float32, device=dev)
+    P = torch.tensor(model.pca_components_.T, dtype=torch.float32, device=dev)
+    M = torch.nn.Parameter(torch.tensor(model.M_, dtype=torch.float32, device=dev))
+    N = torch.nn.Parameter(torch.tensor(model.N_, dtype=torch.float32, device=dev))
     used = [p for p, u in ((M, use_c), (N, use_r)) if u]
     alpha, beta = float(model.alpha_), float(model.beta_)
     gamma, penalty = model.gamma_value(), model.penalty()
     batch_size = int(model.batch_size)
     per_epoch = math.ceil(len(order_pool) / batch_size)
-    yt = torch.tensor(np.asarray(y, dtype=np.float32))
+    yt = torch.tensor(np.asarray(y, dtype=np.float32), device=dev)
 
     def batch_loss(rows: np.ndarray):
         need: dict[int, int] = {}
@@ -155,21 +169,21 @@ def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray,
             for t in [train.contexts[r], train.responses[r], *train.references[r]]:
                 need.setdefault(prep.position[t], len(need))
         V = top_vectors(prep, top, list(need))
-        at = lambda texts: torch.tensor([need[prep.position[t]] for t in texts])   # noqa: E731
+        at = lambda texts: torch.tensor([need[prep.position[t]] for t in texts], device=dev)   # noqa: E731
         h = (V[at([train.responses[r] for r in rows])] - mu) @ P
-        raw = torch.zeros(len(rows))
+        raw = torch.zeros(len(rows), device=dev)
         if use_c:
             c = (V[at([train.contexts[r] for r in rows])] - mu) @ P
             raw = raw + ((c @ M) * h).sum(1)
         if use_r:
-            W = torch.zeros(len(rows), len(need))
+            W = torch.zeros(len(rows), len(need), device=dev)
             for k, r in enumerate(rows):
                 refs = train.references[r]
                 for t in refs:
                     W[k, need[prep.position[t]]] += 1.0 / len(refs)
             rr = (W @ V - mu) @ P
             raw = raw + ((rr @ N) * h).sum(1)
-        err = ((raw - alpha) / beta - yt[rows]).pow(2).sum()
+        err = ((raw - alpha) / beta - yt[torch.as_tensor(rows, device=dev)]).pow(2).sum()
         reg = sum(p.abs().sum() if penalty == "l1" else p.pow(2).sum() for p in used)
         return err + gamma * reg
 
@@ -179,7 +193,7 @@ def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray,
         out: dict[str, np.ndarray] = {}
         with torch.no_grad():
             for rows in length_batches([len(prep.states[p]) for p in pos], 64):
-                vecs = top_vectors(prep, top, [pos[i] for i in rows]).numpy().astype(np.float64)
+                vecs = top_vectors(prep, top, [pos[i] for i in rows]).cpu().numpy().astype(np.float64)
                 for k, i in enumerate(rows):
                     out[texts[i]] = vecs[k]
         return out
@@ -190,13 +204,13 @@ def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray,
         H = np.stack([vec[t] for t in val.responses])
         R = np.stack([np.mean([vec[t] for t in rs], axis=0) if rs else np.full(H.shape[1], np.nan)
                       for rs in val.references])
-        pred = model._predict_with(C, R, H, M.detach().double().numpy(), N.detach().double().numpy())
+        pred = model._predict_with(C, R, H, M.detach().double().cpu().numpy(), N.detach().double().cpu().numpy())
         ok = np.isfinite(pred)
         return spearman(pred[ok], y_val[ok]) if ok.sum() >= 3 and np.std(pred[ok]) > 0 else -math.inf
 
     def snapshot():
         return ({n: v.detach().clone() for n, v in top.state_dict().items()},
-                M.detach().double().numpy().copy(), N.detach().double().numpy().copy())
+                M.detach().double().cpu().numpy().copy(), N.detach().double().cpu().numpy().copy())
 
     def epoch_batches(epoch: int) -> list:
         order = rng.permutation(order_pool)

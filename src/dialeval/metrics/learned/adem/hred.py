@@ -245,12 +245,9 @@ class DialogueEncoder(Estimator):
         return self._net_cache
 
     def _device(self) -> str:
-        if self.device != "cpu":
-            import torch
+        from ....backbones.runtime import check_device
 
-            if self.device.startswith("cuda") and not torch.cuda.is_available():
-                raise DialevalError(f"--device {self.device}: no CUDA device is available here")
-        return self.device
+        return check_device("device", self.device)
 
     def fit(self, dialogues: Sequence[Sequence[str]], *, eval_dialogues: Sequence[Sequence[str]] | None = None,
             progress: Callable[[str], None] | None = None) -> "DialogueEncoder":

@@ -128,11 +128,11 @@ class AdemScore(Metric):
             if self._model is None:
                 config = self._peek()[1]
                 params, state = config.get("params") or {}, config.get("state") or {}
-                check_runtime(str(params.get("encoder", "minilm")), "weights_id_" in state, self.device, self.precision)
+                check_runtime(str(params.get("encoder", "minilm")), self.device, self.precision)
                 signed = signature_of(self.adem_model, self.name, config)
             else:
                 m = self._model
-                check_runtime(m.encoder, m.is_tuned(), self.device, self.precision)
+                check_runtime(m.encoder, self.device, self.precision)
                 signed = signature_of(self.adem_model, self.name)[:1] + [
                     ("encoder", getattr(m, "encoder_fingerprint_", m.encoder)), ("preset", m.preset),
                     ("pca", int(m.M_.shape[0]))]

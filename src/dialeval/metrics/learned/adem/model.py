@@ -100,9 +100,13 @@ class Adem(Estimator):
             bottom of the scale (1), so that the ranking loss puts them below every real
             response of their set; validation rows get none. The families left out are what the
             probes then test for generalisation (default: none)
+        device: torch device of training's MiniLM passes (the rows' vectors and stage 2's tuned
+            layers), cpu or cuda[:N]; the PCA and stage 1's bilinear fit stay on the CPU. Not
+            saved: a model trained on a GPU scores anywhere (with `--adem-device`)
     """
 
     kind = KIND
+    runtime_params = ("device",)
 
     def __init__(self, encoder: str = "minilm", variant: Literal["adem", "c_adem", "r_adem"] = "adem",
                  preset: Literal["paper", "released"] = "paper", pca_dims: int | None = None,
@@ -111,7 +115,8 @@ class Adem(Estimator):
                  oversample: bool = True, max_oversample: float = 10.0, seed: int = 0,
                  finetune_layers: int = 0, finetune_lr: float = 1e-4, finetune_epochs: int = 1,
                  finetune_minutes: float | None = None, rank_weight: float = 0.0, rank_margin: float = 0.5,
-                 standardise: bool = False, centre: bool = True, hard_negatives: str = ""):
+                 standardise: bool = False, centre: bool = True, hard_negatives: str = "",
+                 device: str = "cpu"):
         self.encoder = encoder
         self.variant = variant
         self.preset = preset
@@ -135,9 +140,13 @@ class Adem(Estimator):
         self.standardise = standardise
         self.centre = centre
         self.hard_negatives = hard_negatives
+        self.device = device
 
     # -- settings ------------------------------------------------------------------------
     def _check(self) -> None:
+        from ....backbones.runtime import check_device
+
+        check_device("device", self.device)
         if self.variant not in VARIANTS:
             raise DialevalError(f"ADEM variant {self.variant!r}: choose from {', '.join(VARIANTS)}")
         if self.preset not in PRESETS:
@@ -167,7 +176,7 @@ class Adem(Estimator):
 
     # -- encoding (encoding.py) ------------------------------------------------------------
     def encoder_object(self):
-        return encoding.model_encoder(self)
+        return encoding.model_encoder(self, self.device)
 
     def encode(self, contexts: Sequence[Sequence[str]], references: Sequence[Sequence[str]],
                responses: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
