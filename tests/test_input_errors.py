@@ -11,7 +11,7 @@ import pytest
 
 from dialeval.cli import main
 from dialeval.data.readers import read_jsonl, read_parallel, read_table
-from dialeval.errors import InputError
+from dialeval.errors import DialevalError, InputError
 
 
 def run_cli(args, capsys):
@@ -163,3 +163,22 @@ def test_duplicate_ids_are_refused_with_their_line(tmp_path, capsys):
     rows = [{**GOOD, "system": "x"}, {**GOOD, "system": "y"}]
     src = write(tmp_path / "two.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     assert run_cli(["score", src, "--metrics", "bleu4"], capsys)[0] == 0
+
+
+def test_metric_options_are_checked_without_importing_every_family():
+    """An option the run's own metrics declare passes without reading the other families'
+    constructors (which imports their modules); an option another family declares still passes,
+    and a misspelt one is refused with the closest name."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from dialeval.engine.plan import make_plan; make_plan(['meteor'], meteor_workers=1); "
+            "print(sorted(m for m in sys.modules if m.startswith('dialeval.metrics.') and "
+            "m.split('.')[2] in ('mme', 'learned', 'lm', 'embedding', 'compose', 'judge')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    from dialeval.engine.plan import make_plan
+
+    make_plan(["bleu1"], lm_device="cpu")                  # another family's option: accepted
+    with pytest.raises(DialevalError, match=r"unknown metric option 'meteor_wokers'.*meteor_workers"):
+        make_plan(["meteor"], meteor_wokers=1)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dialeval.metrics.base import Batch
 from dialeval.metrics.overlap.meteor import resources as meteor_resources
@@ -49,6 +51,35 @@ def test_normaliser_examples_of_the_golden_readme():
 ])
 def test_normaliser_hand_cases(text, expected):
     assert words(text) == expected
+
+
+# characters where the fast paths (str.split, str.translate, str.strip, no collapse on ASCII)
+# could part from the jar's rules: Java's and Python's different whitespace, controls, unicode
+# spaces, the characters the rules act on, letters of both kinds
+_EDGE = (" \t\n\r\f\x0b\x1c\x1d\x1e\x1f\x00\x01\x85\xa0\u2000\u2009\u202f\u3000"
+         ".,'`-\u2013\u2018\u2019\u201c\u201d\"!?()$%&|abcXYZ019\u00e9\u0416")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=_EDGE, max_size=40))
+def test_fast_paths_equal_the_regex_rules(text):
+    """java_tokens, java_trim and separate_other take C-speed paths where they can; each must
+    equal the rule it replaces (written out here), and an ASCII text leaves the normaliser
+    with single spaces, so skipping the collapse there changes nothing."""
+    import re
+
+    from dialeval.metrics.overlap.meteor import normalize as nz
+
+    assert nz.java_tokens(text) == [t for t in re.split("[ \t\n\r\f]+", text) if t]
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    assert nz.java_trim(text) == text[start:end]
+    assert nz.separate_other(text) == nz._SEP_OTHER.sub(r" \1 ", " " + text + " ")
+    out = Normalizer(NBP).normalize(text)
+    assert out == nz.java_trim(nz._WHITE.sub(" ", out))
 
 
 def test_wrapper_fields_strip_bars_and_collapse_whitespace():

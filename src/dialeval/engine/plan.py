@@ -92,7 +92,7 @@ def make_plan(metrics: Sequence[str | Metric], *, refs_mode: str = "multi", toke
     extra, a model option not given) are left out with a note in `notes`."""
     from ..metrics.registry import build_metric, check_metric_options
 
-    check_metric_options(options)
+    check_metric_options(options, [m for m in metrics if isinstance(m, str) and m != "all"])
     chunk_size = DEFAULT_CHUNK_SIZE if chunk_size is None else int(chunk_size)
     if chunk_size < 1:
         raise DialevalError(f"chunk size must be at least 1, got {chunk_size}")
