@@ -80,6 +80,38 @@ def test_fast_paths_equal_the_regex_rules(text):
     assert nz.separate_other(text) == nz._SEP_OTHER.sub(r" \1 ", " " + text + " ")
     out = Normalizer(NBP).normalize(text)
     assert out == nz.java_trim(nz._WHITE.sub(" ", out))
+    assert out == _every_rule(text)
+
+
+def _every_rule(line: str) -> str:
+    """The normaliser with every rule applied unconditionally, by the regexes alone (what the
+    skips and fast paths of `Normalizer.normalize` must reproduce)."""
+    import re
+
+    from dialeval.metrics.overlap.meteor import normalize as nz
+
+    s = nz._SEP_OTHER.sub(r" \1 ", " " + line + " ")
+    s = nz._MULTI_DOT.sub(r" DOTMULTI\1", s)
+    while "DOTMULTI." in s:
+        s = nz._MULTI_DOT2.sub(r"DOTDOTMULTI \1", s)
+        s = s.replace("DOTMULTI.", "DOTDOTMULTI")
+    for pattern in nz._COMMA:
+        s = pattern.sub(r"\1 , \2", s)
+    s = nz._QUOTE2.sub(' " ', nz._QUOTE.sub("'", s))
+    s = nz._RM_DASH.sub(r"\1 \2", s.replace("\u2013", "-").replace("--", "-"))
+    for pattern, repl in nz._CONT_EN:
+        s = pattern.sub(repl, s)
+    tokens = [t for t in re.split("[ \t\n\r\f]+", s) if t]
+    s = Normalizer(NBP)._split_final_dots(tokens)
+    while "DOTDOTMULTI" in s:
+        s = s.replace("DOTDOTMULTI", "DOTMULTI.")
+    s = nz._WHITE.sub(" ", s.replace("DOTMULTI", "."))
+    start, end = 0, len(s)
+    while start < end and s[start] <= " ":
+        start += 1
+    while end > start and s[end - 1] <= " ":
+        end -= 1
+    return s[start:end]
 
 
 def test_wrapper_fields_strip_bars_and_collapse_whitespace():

@@ -36,6 +36,7 @@ _CONT_EN = (
     (re.compile(f"([{_ALPHA}])[']([{_ALPHA}])"), r"\1 '\2"),
     (re.compile(r"([0-9])[']([s])"), r"\1 '\2"),
 )
+_DIGIT = re.compile("[0-9]")
 _NBP_ALPHA = re.compile(f"[{_ALPHA}]")
 _NBP_LOWER = re.compile(r"^[a-z]")
 _NBP_DIGITS = re.compile(r"^[0-9]+")
@@ -102,8 +103,9 @@ class Normalizer:
         while "DOTMULTI." in s:
             s = _MULTI_DOT2.sub(r"DOTDOTMULTI \1", s)
             s = s.replace("DOTMULTI.", "DOTDOTMULTI")
+        digits = _DIGIT.search(s) is not None    # the rules that need a digit can match only then
         if "," in s:
-            for pattern in _COMMA:
+            for pattern in _COMMA if digits else _COMMA[:1]:
                 s = pattern.sub(r"\1 , \2", s)
         if "`" in s or "\u2018" in s or "\u2019" in s:
             s = _QUOTE.sub("'", s)
@@ -113,7 +115,7 @@ class Normalizer:
             s = s.replace("\u2013", "-").replace("--", "-")
             s = _RM_DASH.sub(r"\1 \2", s)
         if "'" in s:
-            for pattern, repl in _CONT_EN:
+            for pattern, repl in _CONT_EN if digits else _CONT_EN[:4]:
                 s = pattern.sub(repl, s)
         s = self._split_final_dots(java_tokens(s))
         while "DOTDOTMULTI" in s:
