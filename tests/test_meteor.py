@@ -83,6 +83,24 @@ def test_fast_paths_equal_the_regex_rules(text):
     assert out == _every_rule(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_EDGE + "|", max_size=20), st.lists(st.text(alphabet=_EDGE + "|", max_size=12),
+                                                            min_size=1, max_size=3))
+def test_wrapper_fields_equal_the_wrappers_regexes(hyp, refs):
+    """pycocoevalcap's line: whitespace runs (Python's \\s) to one space, split on |||, Java's
+    split dropping trailing empty fields, each field trimmed."""
+    import re
+
+    from dialeval.metrics.overlap.meteor import normalize as nz
+
+    line = " ||| ".join(["SCORE", " ||| ".join(refs), hyp.replace("|||", "")])
+    parts = re.split(r"\|\|\|", re.sub(r"\s+", " ", line))
+    while parts and parts[-1] == "":
+        parts.pop()
+    fields = [nz.java_trim(p) for p in parts[1:]]
+    assert wrapper_fields(hyp, refs) == (fields[-1], fields[:-1])
+
+
 def _every_rule(line: str) -> str:
     """The normaliser with every rule applied unconditionally, by the regexes alone (what the
     skips and fast paths of `Normalizer.normalize` must reproduce)."""
@@ -102,7 +120,7 @@ def _every_rule(line: str) -> str:
     for pattern, repl in nz._CONT_EN:
         s = pattern.sub(repl, s)
     tokens = [t for t in re.split("[ \t\n\r\f]+", s) if t]
-    s = Normalizer(NBP)._split_final_dots(tokens)
+    s = Normalizer(NBP)._split_final_dots(" ".join(tokens))
     while "DOTDOTMULTI" in s:
         s = s.replace("DOTDOTMULTI", "DOTMULTI.")
     s = nz._WHITE.sub(" ", s.replace("DOTMULTI", "."))

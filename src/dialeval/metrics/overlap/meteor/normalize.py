@@ -47,8 +47,6 @@ _PY_ONLY_SPACE = re.compile("[\x0b\x1c-\x1f]")
 # _SEP_OTHER's work on an ASCII text as one str.translate pass (nearly every text is ASCII;
 # the regex substitution with its group template cost a fifth of the normaliser's time)
 _SEP_ASCII = {c: f" {chr(c)} " for c in range(128) if _SEP_OTHER.match(chr(c))}
-_WRAPPER_SPACE = re.compile(r"\s+")
-_FIELD_SPLIT = re.compile(r"\|\|\|")
 
 
 _AT_MOST_SPACE = "".join(map(chr, range(0x21)))
@@ -79,7 +77,10 @@ def separate_other(line: str) -> str:
 def wrapper_fields(hyp: str, refs: list[str]) -> tuple[str, list[str]]:
     """What the jar receives from pycocoevalcap's wrapper: (hypothesis, references), trimmed."""
     line = " ||| ".join(["SCORE", " ||| ".join(refs), hyp.replace("|||", "")])
-    parts = _FIELD_SPLIT.split(_WRAPPER_SPACE.sub(" ", line))
+    # the wrapper's re.sub(r"\s+", " ", line): str.split() cuts at the same characters (both are
+    # Python's isspace); the line starts with SCORE, so only a trailing run needs its space back
+    spaced = " ".join(line.split()) + (" " if line[-1].isspace() else "")
+    parts = spaced.split("|||")
     while parts and parts[-1] == "":          # Java's split drops trailing empty strings
         parts.pop()
     fields = [java_trim(p) for p in parts[1:]]
@@ -117,7 +118,7 @@ class Normalizer:
         if "'" in s:
             for pattern, repl in _CONT_EN if digits else _CONT_EN[:4]:
                 s = pattern.sub(repl, s)
-        s = self._split_final_dots(java_tokens(s))
+        s = self._split_final_dots(s)
         while "DOTDOTMULTI" in s:
             s = s.replace("DOTDOTMULTI", "DOTMULTI.")
         s = s.replace("DOTMULTI", ".")
@@ -125,10 +126,12 @@ class Normalizer:
             s = _WHITE.sub(" ", s)
         return java_trim(s)
 
-    def _split_final_dots(self, tokens: list[str]) -> str:
+    def _split_final_dots(self, s: str) -> str:
         """A word-final '.' becomes its own token unless the word is a known abbreviation.
-        Returns the tokens each followed by one space (only words ending in '.' are looked at)."""
-        dotted = [k for k, word in enumerate(tokens) if word[-1] == "." and len(word) > 1]
+        Returns the tokens of `s` each followed by one space (only words ending in '.' are
+        looked at)."""
+        tokens = java_tokens(s)
+        dotted = [k for k, word in enumerate(tokens) if word[-1] == "." and len(word) > 1] if "." in s else []
         if not dotted:
             return " ".join(tokens) + " " if tokens else ""
         out = list(tokens)
