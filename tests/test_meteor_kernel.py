@@ -134,3 +134,18 @@ def test_forked_workers_give_the_same_rows(phrases, monkeypatch):
     monkeypatch.setattr(meteor_metric, "_MIN_PAIRS_PER_WORKER_COMPILED", 1)
     two = meteor_metric.Meteor(meteor_workers=2).multi_stats(batch)
     np.testing.assert_array_equal(one, two)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 2, 7, 2**32, 2**63, 2**64 - 1, 12345678901234567]) | st.integers(0, 2**64 - 1),
+                max_size=300))
+def test_unique_inverse_equals_numpys(keys):
+    """The paraphrase lookup's distinct n-gram keys and where each key goes, as np.unique gives them."""
+    from dialeval.metrics.overlap.meteor.kernel import unique_inverse_u64
+
+    values = np.array(keys, dtype=np.uint64)
+    want, where = np.unique(values, return_inverse=True)
+    got, back = unique_inverse_u64(values)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(back, where.reshape(-1))
+    assert got.dtype == np.uint64 and back.dtype == np.int64

@@ -742,3 +742,39 @@ def isin_u64(const uint64_t[::1] values, const uint64_t[::1] pool):
                 break
             slot = (slot + 1) & mask
     return out
+
+
+def unique_inverse_u64(const uint64_t[::1] values):
+    """`np.unique(values, return_inverse=True)` for 64-bit keys: the distinct keys through a
+    hash table (open addressing) in one pass, then only those sorted, where np.unique sorts every
+    value with its index (the paraphrase lookup hashes millions of n-grams, a quarter distinct)."""
+    cdef Py_ssize_t n = values.shape[0], k, d = 0
+    cdef int bits = 4
+    while (<Py_ssize_t> 1 << bits) < n + n // 2:
+        bits += 1
+    cdef uint64_t mask = ((<uint64_t> 1) << bits) - 1, x, slot
+    table_arr = np.zeros(mask + 1, dtype=np.uint64)
+    slot_id_arr = np.full(mask + 1, -1, dtype=np.int64)
+    first_arr = np.empty(n, dtype=np.uint64)
+    inverse_arr = np.empty(n, dtype=np.int64)
+    cdef uint64_t[::1] table = table_arr
+    cdef int64_t[::1] slot_id = slot_id_arr
+    cdef uint64_t[::1] first = first_arr
+    cdef int64_t[::1] inverse = inverse_arr
+    for k in range(n):
+        x = values[k]
+        slot = (x * <uint64_t> 0x9E3779B97F4A7C15) >> (64 - bits)
+        while slot_id[slot] >= 0 and table[slot] != x:
+            slot = (slot + 1) & mask
+        if slot_id[slot] < 0:
+            table[slot] = x
+            slot_id[slot] = d
+            first[d] = x
+            d += 1
+        inverse[k] = slot_id[slot]
+    del table_arr, slot_id_arr
+    distinct = first_arr[:d]
+    order = np.argsort(distinct, kind="stable")
+    rank = np.empty(d, dtype=np.int64)
+    rank[order] = np.arange(d, dtype=np.int64)
+    return distinct[order], rank[inverse_arr]

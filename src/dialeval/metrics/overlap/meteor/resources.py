@@ -352,6 +352,19 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
     return values[np.concatenate([[True], values[1:] != values[:-1]])]
 
 
+def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) for uint64 keys: through the compiled kernel's hash
+    table where it is built (it sorts only the distinct keys), else numpy's."""
+    try:
+        from .kernel import unique_inverse_u64
+    except ImportError:
+        pass
+    else:
+        return unique_inverse_u64(np.ascontiguousarray(values, dtype=np.uint64))
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return uniq, inverse.reshape(-1)
+
+
 def _member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
     """values isin pool (uint64): through the compiled kernel's hash set where it is built,
     else by binary search in the sorted distinct pool (faster than np.isin for large 64-bit
@@ -464,7 +477,7 @@ class ParaphraseTable:
         s_key = np.concatenate(span_key)
         # look each distinct n-gram up once, in sorted order (the table's keys are far larger
         # than the cache: sorted needles walk them in order)
-        needles, back = np.unique(s_key, return_inverse=True)
+        needles, back = _unique_inverse(s_key)
         u = np.searchsorted(self.ukeys, needles)
         u[u >= len(self.ukeys)] = 0
         u = u[back]
@@ -491,7 +504,7 @@ class ParaphraseTable:
             good[rows] &= np.asarray(self.a_ids[a0[rows] + k]) == flat[s_tok[span[rows]] + k]
         entry, span = entry[good], span[good]
         bkey = np.asarray(self.b_keys[entry])
-        keep = _member(bkey, s_key)
+        keep = _member(bkey, needles)                     # needles: the distinct s_key
         entry, span, bkey = entry[keep], span[keep], bkey[keep]
         ng = np.flatnonzero(_member(s_key, bkey))          # n-grams that are some paraphrase
         # partner filter: (sentence, key) codes, matched across the aligned pairs
