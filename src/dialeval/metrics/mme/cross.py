@@ -188,8 +188,13 @@ def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], label
         p.requires_grad_(True)
     top.train()
     dim = base.config.hidden_size
-    head_w = torch.nn.Parameter(torch.zeros(dim, device=dev))
-    head_b = torch.nn.Parameter(torch.zeros((), device=dev))
+    head_w = torch.nn.Parameter(torch.zeros(dim))
+    head_b = torch.nn.Parameter(torch.zeros(()))
+    if dev != "cpu":
+        # moved only off the CPU: on it, the two-thread training's last bits move with changes
+        # as small as this one (measured), and the shipped folder's bits are these lines'
+        head_w = torch.nn.Parameter(head_w.detach().to(dev))
+        head_b = torch.nn.Parameter(head_b.detach().to(dev))
     pad = tok.pad_token_id or 0
     bce = torch.nn.functional.binary_cross_entropy_with_logits
 

@@ -107,6 +107,7 @@ class Adem(Estimator):
 
     kind = KIND
     runtime_params = ("device",)
+    quiet_params = ("hard_negatives",)     # added after the shipped ADEMs were built
 
     def __init__(self, encoder: str = "minilm", variant: Literal["adem", "c_adem", "r_adem"] = "adem",
                  preset: Literal["paper", "released"] = "paper", pca_dims: int | None = None,
