@@ -53,9 +53,6 @@ _STEP3_BY_LEN = _Suffixes(_STEP3)
 _STEP4_BY_LEN = _Suffixes(_STEP4)
 
 
-def _first(word: str, suffixes: _Suffixes) -> str | None:
-    return suffixes.first(word)
-
 
 def _regions(w: str) -> tuple[int, int]:
     n = len(w)
@@ -105,11 +102,11 @@ def stem(word: str) -> str:
     p1, p2 = _regions(w)
 
     # Step 0
-    s = _first(w, _STEP0)
+    s = _STEP0.first(w)
     if s:
         w = w[:-len(s)]
     # Step 1a
-    s = _first(w, _STEP1A)
+    s = _STEP1A.first(w)
     if s == "sses":
         w = w[:-2]
     elif s in ("ied", "ies"):
@@ -120,7 +117,7 @@ def stem(word: str) -> str:
     if w in _EXCEPTION2:
         return w.replace("Y", "y")
     # Step 1b
-    s = _first(w, _STEP1B)
+    s = _STEP1B.first(w)
     if s in ("eed", "eedly"):
         if len(w) - len(s) >= p1:
             w = w[:-len(s)] + "ee"
@@ -138,7 +135,7 @@ def stem(word: str) -> str:
     if len(w) > 2 and w[-1] in "yY" and w[-2] not in _V:
         w = w[:-1] + "i"
     # Step 2
-    s = _first(w, _STEP2_BY_LEN)
+    s = _STEP2_BY_LEN.first(w)
     if s and len(w) - len(s) >= p1:
         before = w[:-len(s)]
         if s == "ogi":
@@ -150,7 +147,7 @@ def stem(word: str) -> str:
         else:
             w = before + _STEP2[s]
     # Step 3
-    s = _first(w, _STEP3_BY_LEN)
+    s = _STEP3_BY_LEN.first(w)
     if s and len(w) - len(s) >= p1:
         if s == "ative":
             if len(w) - len(s) >= p2:
@@ -158,7 +155,7 @@ def stem(word: str) -> str:
         else:
             w = w[:-len(s)] + _STEP3[s]
     # Step 4
-    s = _first(w, _STEP4_BY_LEN)
+    s = _STEP4_BY_LEN.first(w)
     if s and len(w) - len(s) >= p2:
         if s == "ion":
             if len(w) > 3 and w[-4] in "st":
