@@ -555,7 +555,7 @@ def cmd_speed(args):
 
 def cmd_perplexity(args):
     """Next-utterance perplexity of a trained dialogue encoder on a corpus (e.g. DailyDialog test)."""
-    from dialeval.metrics.learned.adem.data import read_dialogue_corpus
+    from dialeval.data.corpus import read_corpus_spec
     from dialeval.metrics.learned.adem.hred import DialogueEncoder
 
     import torch
@@ -563,7 +563,7 @@ def cmd_perplexity(args):
     torch.set_num_threads(args.threads)
     enc = DialogueEncoder.load(args.encoder)
     t0 = time.time()
-    out = enc.perplexity(read_dialogue_corpus(args.corpus))
+    out = enc.perplexity(read_corpus_spec(args.corpus))
     out["seconds"] = round(time.time() - t0, 1)
     out["encoder"] = {k: v for k, v in enc.training_.items() if k not in ("log", "eval")}
     with open(os.path.join(OUT, "hred_perplexity.json"), "w") as handle:

@@ -7,7 +7,11 @@ main quality (compose_ref among the sets with references). The MME sub-metrics a
 cross-encoder never train on a rated set, so every row is held out. The ridge decides the new
 member's weight; the held-out sets decide whether it helps.
 
-    python3 benchmarks/rm_cross_lodo.py --data-root $DATA [--cross-model DIR] [--out DIR]
+    python3 benchmarks/rm_cross_lodo.py --data-root $DATA [--cross-model DIR] [--candidate DIR] [--out DIR]
+
+`--candidate DIR` adds a retrained cross-encoder as the column `mme_rm_cross_new` beside the
+shipped one: its own row, compose / compose_ref with it in place of the shipped member, and the
+paired differences new - shipped.
 
 Writes OUT/rm_cross_lodo.md and .json: Spearman with 95% bootstrap CIs, paired differences
 (bootstrap over items, averaged over sets), the new member's weights, and the published
@@ -36,6 +40,7 @@ PUBLISHED = {"usr-tc": ("USR", 0.423), "usr-pc": ("USL-H", 0.523), "grade-convai
              "grade-dailydialog": ("GRADE", 0.253), "grade-empatheticdialogues": ("GRADE", 0.297),
              "fed-turn": ("USL-H", 0.189)}
 CROSS = ["mme_rm_cross"]
+NEW = "mme_rm_cross_new"
 
 
 def main() -> None:
@@ -49,6 +54,8 @@ def main() -> None:
     ap.add_argument("--cross-model", default=None, help="the cross-encoder RM's folder (default: the shipped one)")
     ap.add_argument("--mme-cache", default=os.path.join(HERE, "out", "negatives_lodo", "scores"),
                     help="cached columns of the shipped MME folder ('after') and of the references")
+    ap.add_argument("--candidate", default=None,
+                    help="a retrained cross-encoder folder, compared with --cross-model (column mme_rm_cross_new)")
     ap.add_argument("--share", type=float, default=0.25, help="negative_share of every composition")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "rm_cross_lodo"))
     ap.add_argument("--n-boot", type=int, default=1000)
@@ -68,6 +75,10 @@ def main() -> None:
             got.update(cached_columns(os.path.join(args.mme_cache, "refs", f"{name}{suffix}.npz"), rows, REFS, {}))
             got.update(cached_columns(os.path.join(args.out, "scores", f"{name}{suffix}.npz"), rows, CROSS,
                                       cross_opts))
+            if args.candidate:
+                new = cached_columns(os.path.join(args.out, "scores_candidate", f"{name}{suffix}.npz"), rows,
+                                     CROSS, {"mme_cross_model": args.candidate})
+                got[NEW] = new[CROSS[0]]
             cols[suffix] = got
         dev = DevSet.from_samples(name, samples, cols[""])
         dev.human = {alias.get(q, q): v for q, v in dev.human.items()}
@@ -77,11 +88,15 @@ def main() -> None:
     preds: dict[str, dict[str, np.ndarray]] = {
         "mme_rm": {d.name: d.scores["mme_rm"] for d in devs},
         "mme_rm_cross": {d.name: d.scores["mme_rm_cross"] for d in devs}}
+    if args.candidate:
+        preds[NEW] = {d.name: d.scores[NEW] for d in devs}
     weights: dict[str, list[float]] = {}
     arms = (("compose (today)", MME), ("compose + mme_rm_cross", MME + CROSS),
             ("compose_ref (today)", MME + REFS), ("compose_ref + mme_rm_cross", MME + REFS + CROSS))
+    if args.candidate:
+        arms += (("compose + new cross", MME + [NEW]), ("compose_ref + new cross", MME + REFS + [NEW]))
     for label, members in arms:
-        watch = CROSS[0] if CROSS[0] in members else None
+        watch = next((c for c in (CROSS[0], NEW) if c in members), None)
         preds[label], ws = lodo_compose(devs, members, with_refs_only=label.startswith("compose_ref"),
                                         share=args.share, negatives=negs, watch=watch)
         if watch:
@@ -93,20 +108,26 @@ def main() -> None:
              ("compose (today)", "sent_cosine"),
              ("compose_ref + mme_rm_cross", "compose_ref (today)"), ("compose_ref + mme_rm_cross", "sent_cosine"),
              ("compose_ref (today)", "sent_cosine")]
+    if args.candidate:
+        pairs += [(NEW, "mme_rm_cross"), ("compose + new cross", "compose + mme_rm_cross"),
+                  ("compose + new cross", "sent_cosine"), ("compose_ref + new cross", "compose_ref (today)"),
+                  ("compose_ref + new cross", "compose_ref + mme_rm_cross"), ("compose_ref + new cross", "sent_cosine")]
     table, diffs, lines = held_out_tables(preds, devs, pairs, args.n_boot)
     lines += ["", "| composition | mme_rm_cross's weight in the 'overall' fit, per held-out set (min / mean / max) |",
               "|---|---|"]
     for label, ws in weights.items():
         lines.append(f"| {label} | {min(ws):.3f} / {np.mean(ws):.3f} / {max(ws):.3f} |")
     lines += ["", "| set | best published of base size | compose today / + mme_rm_cross | "
-                  "compose_ref today / + mme_rm_cross |", "|---|---|---|---|"]
+                  "compose_ref today / + mme_rm_cross |" + (" compose / compose_ref + new cross |" if args.candidate else ""),
+              "|---|---|---|---|" + ("---|" if args.candidate else "")]
     for name, (who, r) in PUBLISHED.items():
         def cell(a: str, b: str) -> str:
             got = [table.get(label, {}).get(name) for label in (a, b)]
             return " / ".join(f"{g['r']:.3f}" if g else "-" for g in got)
 
         lines.append(f"| {name} | {who} {r:.3f} | {cell('compose (today)', 'compose + mme_rm_cross')} | "
-                     f"{cell('compose_ref (today)', 'compose_ref + mme_rm_cross')} |")
+                     f"{cell('compose_ref (today)', 'compose_ref + mme_rm_cross')} |"
+                     + (f" {cell('compose + new cross', 'compose_ref + new cross')} |" if args.candidate else ""))
     text = "\n".join(lines)
     print(text)
     os.makedirs(args.out, exist_ok=True)

@@ -5,6 +5,7 @@ folder) with save/load round trip, corruption refusal, [0, 1] scores and the CLI
 from __future__ import annotations
 
 import csv
+import json
 import math
 import random
 
@@ -96,10 +97,35 @@ def test_content_words():
 
 
 def test_train_only_corpus(tmp_path):
-    path = tmp_path / "dialogues_test.txt"
-    path.write_text("hello . __eou__ hi . __eou__\n")
-    with pytest.raises(DialevalError, match="train only"):
-        D.read_dialogues(str(path))
+    """Files whose contexts rated sets use are refused; Topical-Chat's valid files are not."""
+    for name in ("dialogues_test.txt", "dialogues_validation.txt"):
+        path = tmp_path / name
+        path.write_text("hello . __eou__ hi . __eou__\n")
+        with pytest.raises(DialevalError, match="train and Topical-Chat valid only"):
+            D.read_dialogues(str(path))
+    conv = {"t1": {"content": [{"message": " hi there "}, {"message": ""}, {"message": "hello"}]}}
+    for name in ("test_freq.json", "valid_freq.json"):
+        (tmp_path / name).write_text(json.dumps(conv))
+    with pytest.raises(DialevalError, match="Topical-Chat's test"):
+        D.read_dialogues(f"topical-chat:{tmp_path / 'test_freq.json'}")
+    assert D.read_dialogues(f"topical-chat:{tmp_path / 'valid_freq.json'}") == [["hi there", "hello"]]
+    (tmp_path / "valid_bad.json").write_text("[1, 2]")
+    with pytest.raises(DialevalError, match="not a Topical-Chat conversations file"):
+        D.read_dialogues(f"topical-chat:{tmp_path / 'valid_bad.json'}")
+
+
+def test_corpus_record_of_several_corpora(tmp_path):
+    """Several corpora are one training set: the record names each (joined by +) and hashes the
+    dialogues as read, so one corpus keeps the record it always had."""
+    from dialeval.metrics.mme.model import corpus_record
+
+    one = corpus_record(str(tmp_path / "dialogues_train.txt"), [["a", "b"]])
+    assert one["name"] == "dialogues_train.txt" and one["dialogues"] == 1
+    assert corpus_record([str(tmp_path / "dialogues_train.txt")], [["a", "b"]]) == one
+    two = corpus_record([str(tmp_path / "dialogues_train.txt"), f"topical-chat:{tmp_path}/valid_freq.json"],
+                        [["a", "b"], ["c", "d"]])
+    assert two["name"] == "dialogues_train.txt+topical-chat:valid_freq.json" and two["dialogues"] == 2
+    assert two["sha256"] != one["sha256"]
 
 
 # -- normalisation and negatives -------------------------------------------------------------------

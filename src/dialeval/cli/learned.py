@@ -47,11 +47,11 @@ TRAIN_COMMANDS = [
 
 def cmd_train_encoder(args) -> int:
     from dialeval.cli.options import estimator_kwargs
-    from dialeval.metrics.learned.adem.data import read_dialogue_corpus
+    from dialeval.data.corpus import read_corpus_spec
     from dialeval.metrics.learned.adem.hred import DialogueEncoder
 
-    dialogues = [d for path in args.corpus for d in read_dialogue_corpus(path)]
-    eval_dialogues = read_dialogue_corpus(args.eval_corpus) if args.eval_corpus else None
+    dialogues = [d for path in args.corpus for d in read_corpus_spec(path)]
+    eval_dialogues = read_corpus_spec(args.eval_corpus) if args.eval_corpus else None
     if eval_dialogues is not None and args.eval_limit:
         eval_dialogues = eval_dialogues[: args.eval_limit]
     enc = DialogueEncoder(**estimator_kwargs(args, args._estimator_flags))

@@ -7,6 +7,9 @@ guessed from the file:
   `dialogues_*.txt`; a `.zip` of DailyDialog's split is read directly);
 - `jsonl`: one dialogue per line, `{"turns": [...]}` (or `{"dialogue": [...]}`, or a bare list);
 - `text`: one utterance per line, a blank line between dialogues.
+
+A corpus *spec* (`read_corpus_spec`, what the training commands' `--corpus` takes) is a path in
+one of those formats, or `topical-chat:FILE.json` for Topical-Chat's own conversations JSON.
 """
 
 from __future__ import annotations
@@ -100,6 +103,27 @@ def read_corpus(path: str | os.PathLike, fmt: str | None = None) -> list[list[st
     if not dialogues:
         raise InputError("empty corpus: no dialogues", path=path)
     return dialogues
+
+
+def read_topical_chat(path: str) -> list[list[str]]:
+    """Topical-Chat's conversations JSON: {id: {"content": [{"message": ...}, ...]}}."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        return [[m["message"].strip() for m in conv["content"] if m.get("message", "").strip()]
+                for conv in data.values()]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InputError(f"not a Topical-Chat conversations file ({exc})", path=path) from None
+
+
+TOPICAL_CHAT = "topical-chat:"
+
+
+def read_corpus_spec(spec: str) -> list[list[str]]:
+    """`topical-chat:FILE.json`, or any file `read_corpus` reads."""
+    if spec.startswith(TOPICAL_CHAT):
+        return read_topical_chat(spec[len(TOPICAL_CHAT):])
+    return read_corpus(spec)
 
 
 def sentences(dialogues: Iterable[list[str]]) -> list[str]:

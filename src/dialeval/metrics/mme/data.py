@@ -111,19 +111,24 @@ class Pair:
     response: str
 
 
-def read_dialogues(path: str) -> list[list[str]]:
-    """DailyDialog train dialogues (any corpus format `dialeval.data.corpus` reads). A file whose
-    name says valid/validation/test is refused: rated sets use those contexts."""
+def read_dialogues(spec: str) -> list[list[str]]:
+    """Training dialogues from one corpus spec (`dialeval.data.corpus.read_corpus_spec`).
+
+    Refused: a file whose name says test, and one whose name says valid unless it is Topical-
+    Chat's. Why: the rated sets draw their contexts from DailyDialog's validation and test
+    splits and from Topical-Chat's test files (USR-TC: test_freq.json); no rated set here uses
+    Topical-Chat's valid files, which are the closest that public corpus has to a train split."""
     import os
 
-    from ...data.corpus import read_corpus
+    from ...data.corpus import TOPICAL_CHAT, read_corpus_spec
     from ...errors import DialevalError
 
-    base = os.path.basename(path).lower()
-    if any(tag in base for tag in ("valid", "test")):
-        raise DialevalError(f"{path}: MME trains on DailyDialog train only (the rated sets draw "
-                            "their contexts from valid/test)")
-    return read_corpus(path)
+    topical = spec.startswith(TOPICAL_CHAT)
+    base = os.path.basename(spec[len(TOPICAL_CHAT):] if topical else spec).lower()
+    if "test" in base or ("valid" in base and not topical):
+        raise DialevalError(f"{spec}: MME trains on DailyDialog train and Topical-Chat valid only (the rated "
+                            "sets draw their contexts from DailyDialog's valid/test and Topical-Chat's test)")
+    return read_corpus_spec(spec)
 
 
 def sample_dialogues(dialogues: Sequence[list[str]], max_utterances: int, seed: int) -> list[list[str]]:

@@ -122,9 +122,10 @@ class MMETrainer(Estimator):
         if not 0 <= float(self.rm_hard_share) <= 1:
             raise DialevalError(f"--rm-hard-share {self.rm_hard_share}: a share of the pairs, 0..1")
 
-    def fit(self, corpus: str, *, engagement: str | None = None, say: Callable[[str], None] | None = None,
-            checkpoint: str | None = None) -> "MMETrainer":
-        """Train `only` on the DailyDialog-style `corpus` (EM on the `engagement` folder). With
+    def fit(self, corpus: str | Sequence[str], *, engagement: str | None = None,
+            say: Callable[[str], None] | None = None, checkpoint: str | None = None) -> "MMETrainer":
+        """Train `only` on `corpus`, one corpus spec or several read as one (`read_dialogues`;
+        EM on the `engagement` folder). With
         `checkpoint` (the output folder), the folder is saved after each sub-metric, so a long
         run that stops keeps what it finished."""
         from .encoder import running
@@ -133,7 +134,7 @@ class MMETrainer(Estimator):
         with running(self.device, "fp32"):
             return self._fit(corpus, engagement=engagement, say=say, checkpoint=checkpoint)
 
-    def _fit(self, corpus: str, *, engagement: str | None, say: Callable[[str], None] | None,
+    def _fit(self, corpus: str | Sequence[str], *, engagement: str | None, say: Callable[[str], None] | None,
              checkpoint: str | None) -> "MMETrainer":
         from .data import engagement_examples, read_dialogues, sample_dialogues
 
@@ -144,15 +145,19 @@ class MMETrainer(Estimator):
         if "em" in only and not engagement:
             raise DialevalError("training EM needs --engagement FOLDER (the predictive-engagement data), "
                                 "or leave em out with --only")
-        dialogues = read_dialogues(corpus)
-        trained_on = corpus_record(corpus, dialogues)
+        specs = [corpus] if isinstance(corpus, str) else list(corpus)
+        if not specs:
+            raise DialevalError("no training corpus given")
+        dialogues = [d for spec in specs for d in read_dialogues(spec)]
+        trained_on = corpus_record(specs, dialogues)
         sample = sample_dialogues(dialogues, self.max_examples, self.seed)
         utterances = [u for d in sample for u in d]
         classes = _classes()
         seed, max_examples, encoder = self.seed, self.max_examples, self.encoder
         self.submetrics_: dict[str, Any] = {}
         self.records_: dict[str, Any] = {}
-        self.root_ = {"corpus": os.path.abspath(corpus), "seed": seed, "max_examples": max_examples,
+        where = [_spec_path(spec) for spec in specs]
+        self.root_ = {"corpus": where[0] if len(where) == 1 else where, "seed": seed, "max_examples": max_examples,
                       "sm_sentences": self.sm_sentences, "sample_dialogues": len(sample),
                       "sample_utterances": len(utterances)}
         if engagement:
@@ -253,7 +258,7 @@ class MMETrainer(Estimator):
         return model
 
 
-def train_mme(corpus: str, output: str, *, engagement: str | None = None,
+def train_mme(corpus: str | Sequence[str], output: str, *, engagement: str | None = None,
               say: Callable[[str], None] | None = None, **params: Any) -> dict[str, Any]:
     """Train `MMETrainer(**params)` into `output`, saving after each sub-metric; returns the
     folder's root record (mme.json)."""
@@ -261,15 +266,32 @@ def train_mme(corpus: str, output: str, *, engagement: str | None = None,
     return _read_root(output)
 
 
-def corpus_record(path: str, dialogues: Sequence[Sequence[str]]) -> dict[str, Any]:
-    """What a sub-metric was trained on, for its signature: the corpus file's name and a hash of
-    the dialogues as read (so a zip and its unpacked text give the same hash, and another
-    corpus never passes for DailyDialog)."""
+def _spec_path(spec: str) -> str:
+    """A corpus spec with its file made absolute (`topical-chat:` kept)."""
+    from ...data.corpus import TOPICAL_CHAT
+
+    if spec.startswith(TOPICAL_CHAT):
+        return TOPICAL_CHAT + os.path.abspath(spec[len(TOPICAL_CHAT):])
+    return os.path.abspath(spec)
+
+
+def _spec_name(spec: str) -> str:
+    from ...data.corpus import TOPICAL_CHAT
+
+    prefix = TOPICAL_CHAT if spec.startswith(TOPICAL_CHAT) else ""
+    return prefix + os.path.basename(os.path.normpath(spec[len(prefix):]))
+
+
+def corpus_record(path: str | Sequence[str], dialogues: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """What a sub-metric was trained on, for its signature: the corpus files' names (joined by
+    `+`) and a hash of the dialogues as read (so a zip and its unpacked text give the same hash,
+    and another corpus never passes for DailyDialog)."""
+    specs = [path] if isinstance(path, str) else list(path)
     digest = hashlib.sha256()
     for dialogue in dialogues:
         digest.update("\x1f".join(dialogue).encode("utf-8", "surrogatepass"))
         digest.update(b"\x1e")
-    return {"name": os.path.basename(os.path.normpath(path)), "sha256": digest.hexdigest()[:12],
+    return {"name": "+".join(_spec_name(s) for s in specs), "sha256": digest.hexdigest()[:12],
             "dialogues": len(dialogues)}
 
 

@@ -19,7 +19,6 @@ A JSONL/CSV file of samples with a `rating:score` (or any one quality) on 1-5 wo
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -178,28 +177,6 @@ def _rows_from_file(path: str, quality: str | None = None) -> list[RatedRow]:
                              meta={"adem_scale": {"dataset": os.path.basename(path), "quality": quality,
                                                   "low": 1, "high": 5}}))
     return rows
-
-
-# -- corpora for pre-training ---------------------------------------------------------------
-
-def read_topical_chat(path: str) -> list[list[str]]:
-    """Topical-Chat's conversations JSON: {id: {"content": [{"message": ...}, ...]}}."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-        return [[m["message"].strip() for m in conv["content"] if m.get("message", "").strip()]
-                for conv in data.values()]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise DialevalError(f"{path}: not a Topical-Chat conversations file ({exc})") from None
-
-
-def read_dialogue_corpus(spec: str) -> list[list[str]]:
-    """`topical-chat:FILE.json`, or any corpus `data.corpus.read_corpus` reads."""
-    from ....data.corpus import read_corpus
-
-    if spec.startswith("topical-chat:"):
-        return read_topical_chat(spec.split(":", 1)[1])
-    return read_corpus(spec)
 
 
 def split_by_context(rows: Sequence[RatedRow], fractions: Sequence[float], seed: int) -> list[list[int]]:
