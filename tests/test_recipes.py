@@ -43,3 +43,35 @@ def test_old_import_path_still_resolves():
     assert RECIPES is recipes.RECIPES and ORDER is recipes.ORDER
     assert (build, card_markdown, normalise) == (recipes.build, recipes.card_markdown, recipes.normalise)
     assert set(ORDER) == set(RECIPES)
+
+
+def test_recipe_environment_names_the_blas_kernels(monkeypatch):
+    """A recipe's process gets its thread count and, when the recipe names them, its OpenBLAS
+    kernels; an inherited OPENBLAS_CORETYPE never reaches a recipe that names none."""
+    from dialeval.recipes.build import recipe_env
+
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Zen")
+    plain = recipe_env(2)
+    assert "OPENBLAS_CORETYPE" not in plain
+    assert plain["OMP_NUM_THREADS"] == plain["MKL_NUM_THREADS"] == plain["OPENBLAS_NUM_THREADS"] == "2"
+    assert plain["PYTHONHASHSEED"] == "0"
+    assert recipe_env(1, "Haswell")["OPENBLAS_CORETYPE"] == "Haswell"
+
+
+@pytest.mark.parametrize("name", ["amfm", "adem", "c_adem", "r_adem", "mme", "mme_cross", "lm", "compose",
+                                  "compose_ref"])
+def test_cards_say_what_a_rebuild_pins(name):
+    """The shipped card names its recipe's thread count (one: not written), and the card's page
+    names the OpenBLAS kernels the recipe pins (the shipped folders' manifests, and so their
+    hashes, stay as built)."""
+    from dialeval.recipes import RECIPES, card_markdown
+
+    folder = SHIPPED / name
+    if not (folder / "card.json").exists():
+        pytest.skip(f"no shipped {name} folder in this checkout")
+    recipe = RECIPES[name]
+    assert json.loads((folder / "card.json").read_text(encoding="utf-8")).get("threads", 1) == recipe.threads
+    page = card_markdown(name, str(folder))
+    assert ("OPENBLAS_CORETYPE" in page) == bool(recipe.blas)
+    if recipe.blas:
+        assert f"OpenBLAS's {recipe.blas} kernels" in page

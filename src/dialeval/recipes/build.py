@@ -28,12 +28,22 @@ FIXED_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREA
              "TOKENIZERS_PARALLELISM": "false", "PYTHONHASHSEED": "0"}
 
 
-def _run(argv: list[str], threads: int = 1) -> int:
+def recipe_env(threads: int = 1, blas: str | None = None) -> dict[str, str]:
+    """The environment a recipe's process runs in: FIXED_ENV, its thread count, and its OpenBLAS
+    kernels when it names them (else none inherited: the machine's own choice)."""
+    count = str(int(threads))
+    env = {**os.environ, **FIXED_ENV, "OMP_NUM_THREADS": count, "MKL_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count}
+    env.pop("OPENBLAS_CORETYPE", None)
+    if blas:
+        env["OPENBLAS_CORETYPE"] = blas
+    return env
+
+
+def _run(argv: list[str], threads: int = 1, blas: str | None = None) -> int:
     import subprocess
 
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    count = str(int(threads))
-    env = {**os.environ, **FIXED_ENV, "OMP_NUM_THREADS": count, "MKL_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count}
+    env = recipe_env(threads, blas)
     env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
     # the command's own output goes to stderr, like the build's progress lines
     try:
@@ -69,7 +79,7 @@ def build(data_root: str, out_root: str, only: list[str] | None = None,
             staging = target + ".tmp-build"
             shutil.rmtree(staging, ignore_errors=True)
             say(f"models build: {name}: {command_text(name)}")
-            status = _run(recipe.argv(data_root, staging), recipe.threads)
+            status = _run(recipe.argv(data_root, staging), recipe.threads, recipe.blas)
             if status != 0:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise DialevalError(f"models build: {name} failed (exit status {status})")

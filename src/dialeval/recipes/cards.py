@@ -112,7 +112,10 @@ def card_markdown(name: str, folder: str | None, notes: str = "") -> str:
             command_text(name).replace(DATA_ROOT, "DATA").replace(MODELS, "packages/dialeval-models/src/dialeval_models"),
             "```", "",
             "Fixed thread counts and seeds, no time budget: a rebuild gives the same bytes "
-            "(`python3 benchmarks/bench_models_rebuild.py --data-root DATA --only " + name + "`).", ""]
+            "(`python3 benchmarks/bench_models_rebuild.py --data-root DATA --only " + name + "`)"
+            + (f"; the build pins OpenBLAS's {recipe.blas} kernels (`OPENBLAS_CORETYPE`), the ones this "
+               "folder was built with, whose last bits differ from the AVX-512 kernels'" if recipe.blas else "")
+            + ".", ""]
     if folder:
         files = files_under(folder)
         size = sum(os.path.getsize(os.path.join(folder, f)) for f in files)

@@ -48,6 +48,11 @@ class Recipe:
     # the CPU threads its process runs with: a float's last bits can depend on the count, so a
     # rebuild with the same count gives the same bytes (1 unless the training is too long for one)
     threads: int = 1
+    # the OpenBLAS kernel family (OPENBLAS_CORETYPE) the build pins: numpy's BLAS/LAPACK picks
+    # kernels by CPU, and their last bits differ (an SVD's null-variance component flips sign
+    # between the AVX2 and the AVX-512 kernels), so a folder built on one kind of machine
+    # rebuilds on another only with its kernels named (None: the machine's own choice)
+    blas: str | None = None
 
 
 def _dd(root: str) -> str:
@@ -84,7 +89,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
                               "--seed", "0", "-o", out], needs=("dailydialog",)),
     *[Recipe(v, (v,), f"the seven rated sets with references: {RATED}; encoder all-MiniLM-L6-v2, frozen",
              "USR, GRADE, Gupta et al.: see docs/datasets.md (research use); DailyDialog CC BY-NC-SA 4.0",
-             _adem(v), needs=tuple(sorted({f for _, f in ADEM_SETS} | {"dailydialog"})))
+             _adem(v), needs=tuple(sorted({f for _, f in ADEM_SETS} | {"dailydialog"})), blas="Haswell")
       for v in ("adem", "c_adem", "r_adem")],
     Recipe("mme", ("mme_fm", "mme_rm", "mme_tcm", "mme_em", "mme_sm_nll", "mme_sm_nce", "mme_sm_ppl"),
            f"{DD}; mme_em: Predictive Engagement's utterance labels (ConvAI and DailyDialog splits)",
