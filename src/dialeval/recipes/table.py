@@ -86,7 +86,7 @@ def _compose(sets: list[tuple[str, str]], metrics: str) -> Callable[[str, str], 
 RECIPES: dict[str, Recipe] = {r.name: r for r in [
     Recipe("amfm", ("am", "fm", "fm_abs", "amfm"), DD, "CC BY-NC-SA 4.0 (DailyDialog)",
            lambda root, out: ["train", "amfm", "--corpus", _dd(root), "--dims", "10", "--order", "2",
-                              "--seed", "0", "-o", out], needs=("dailydialog",)),
+                              "--seed", "0", "-o", out], needs=("dailydialog",), blas="Haswell"),
     *[Recipe(v, (v,), f"the seven rated sets with references: {RATED}; encoder all-MiniLM-L6-v2, frozen",
              "USR, GRADE, Gupta et al.: see docs/datasets.md (research use); DailyDialog CC BY-NC-SA 4.0",
              _adem(v), needs=tuple(sorted({f for _, f in ADEM_SETS} | {"dailydialog"})), blas="Haswell")
