@@ -15,7 +15,7 @@ from dialeval.metrics.learned.adem.data import RATED_SETS, WITH_REFERENCES
 SHIPPED = Path(__file__).resolve().parents[1] / "packages" / "dialeval-models" / "src" / "dialeval_models"
 
 
-@pytest.mark.parametrize("name", ["amfm", "adem", "c_adem", "r_adem", "mme", "lm", "compose", "compose_ref"])
+@pytest.mark.parametrize("name", ["amfm", "adem", "c_adem", "r_adem", "mme", "mme_cross", "lm", "compose", "compose_ref"])
 def test_command_lines_are_the_shipped_ones(name):
     """Each recipe's command line is the one its shipped folder's card records (the folder was
     built by it: a recipe changed without a rebuild would rebuild other bytes)."""

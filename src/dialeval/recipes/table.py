@@ -59,6 +59,12 @@ def _dd(root: str) -> str:
     return os.path.join(root, "dailydialog", "train.zip")
 
 
+def _topical_chat(root: str) -> list[str]:
+    """`--corpus` arguments for Topical-Chat's two valid files (never its test files)."""
+    return [a for f in ("valid_freq", "valid_rare")
+            for a in ("--corpus", f"topical-chat:{os.path.join(root, 'topical-chat', 'conversations', f + '.json')}")]
+
+
 # The recipe that won leave-one-dataset-out on the seven rated sets (docs/adem.md, "Generalising
 # to a new set"): uncentred start from the cosine, per-set standardised scores, ranking loss. It
 # won for each variant (adem +0.041, c_adem +0.053, r_adem +0.024 mean Spearman over the old one).
@@ -101,16 +107,20 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
                               "--seed", "0", "--quiet", "-o", out],
            needs=("dailydialog", "predictive-engagement")),
     # RM read as a cross-encoder (docs/mme.md, "RM as a cross-encoder"): its own folder, so the
-    # frozen `mme` folder stays as it was; two threads, because one epoch over 57,000 pairs
-    # through all six MiniLM layers takes about 20 minutes with two and 40 with one.
+    # frozen `mme` folder stays as it was. DailyDialog train and Topical-Chat's valid files (no
+    # rated set draws from them; USR-TC's contexts are test_freq's), 72,000 utterances of whole
+    # dialogues drawn from both: 90,000 rows in one epoch through all six MiniLM layers, about
+    # 40 minutes with two threads.
     Recipe("mme_cross", ("mme_rm_cross",),
-           f"{DD}; all-MiniLM-L6-v2 with all six layers tuned (the embeddings stay the installed model's)",
-           "CC BY-NC-SA 4.0 (DailyDialog); all-MiniLM-L6-v2: Apache 2.0",
-           lambda root, out: ["train", "mme", "--corpus", _dd(root), "--only", "rm", "--rm-encoder-mode", "cross",
-                              "--rm-max-examples", "48000", "--rm-hard-negatives", "parrot,loop,generic,shuffle",
+           f"{DD}, and Topical-Chat's valid_freq and valid_rare conversations (Gopalakrishnan et al. 2019); "
+           "all-MiniLM-L6-v2 with all six layers tuned (the embeddings stay the installed model's)",
+           "CC BY-NC-SA 4.0 (DailyDialog); CDLA-Sharing-1.0 (Topical-Chat); all-MiniLM-L6-v2: Apache 2.0",
+           lambda root, out: ["train", "mme", "--corpus", _dd(root), *_topical_chat(root), "--only", "rm",
+                              "--rm-encoder-mode", "cross", "--rm-max-examples", "72000",
+                              "--rm-hard-negatives", "parrot,loop,generic,shuffle",
                               "--rm-hard-share", "0.5", "--finetune-epochs", "1", "--finetune-lr", "3e-05",
                               "--seed", "0", "--quiet", "-o", out],
-           needs=("dailydialog",), threads=2),
+           needs=("dailydialog", "topical-chat"), threads=2),
     # The holistic paper fine-tuned GPT-2 on DailyDialog; this fine-tunes SmolLM2-135M-Instruct
     # (installed by install.sh) with a LoRA adapter, in the chat frame chosen on DailyDialog
     # validation likelihood (docs/lm-lora.md). Steps, not minutes, end the training, so that a
@@ -132,12 +142,13 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            _compose(COMPOSE_SETS, MME_METRICS + ",mme_rm_cross"),
            needs=("usr", "fed", "dailydialog-multiref-gupta"), after=("mme", "mme_cross")),
     Recipe("compose_ref", ("compose_ref",),
-           "ridge with coefficients >= 0 over mme_fm, mme_rm, mme_tcm, mme_em, mme_sm_nll, sent_cosine and "
-           "bertscore_f (MiniLM), fitted on the overall ratings of the sets with references among them: usr-tc, "
-           "usr-pc and gupta (leave-one-dataset-out: docs/compose.md)",
+           "ridge with coefficients >= 0 over mme_fm, mme_rm, mme_tcm, mme_em, mme_sm_nll (the default `mme`), "
+           "mme_rm_cross (the default `mme_cross`), sent_cosine and bertscore_f (MiniLM), fitted on the overall "
+           "ratings of the sets with references among them: usr-tc, usr-pc and gupta (leave-one-dataset-out: "
+           "docs/compose.md)",
            "USR, Gupta et al.: see docs/datasets.md (research use)",
-           _compose(COMPOSE_REF_SETS, MME_METRICS + ",sent_cosine,bertscore_f"),
-           needs=("usr", "dailydialog-multiref-gupta"), after=("mme",)),
+           _compose(COMPOSE_REF_SETS, MME_METRICS + ",mme_rm_cross,sent_cosine,bertscore_f"),
+           needs=("usr", "dailydialog-multiref-gupta"), after=("mme", "mme_cross")),
 ]}
 ORDER = ["amfm", "adem", "c_adem", "r_adem", "mme", "mme_cross", "lm", "compose", "compose_ref"]
 

@@ -23,7 +23,8 @@ SOURCES = (
         origin="github.com/alexa/Topical-Chat (commit 7c93922), folder conversations/",
         licence="CDLA-Sharing-1.0 (Amazon)",
         layout=("conversations/valid_freq.json", "conversations/valid_rare.json"),
-        note="optional extra corpus for `dialeval train dialogue-encoder`; USR-TC's contexts are from test_freq.json"),
+        note=("the default `mme_cross` trains on the two valid files beside DailyDialog train (also a corpus for "
+              "`train mme` and `train dialogue-encoder`); USR-TC's contexts are from test_freq.json, never read")),
     Source(
         folder="ud-english-ewt",
         title="Universal Dependencies English Web Treebank (UD_English-EWT)",
