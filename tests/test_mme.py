@@ -336,6 +336,39 @@ def test_cli_train_only_and_score(tiny_model, tmp_path, capsys):
     assert main(["train", "mme", "--corpus", str(corpus), "-o", str(out), "--only", "xx"]) == 2
 
 
+def test_cli_trains_on_several_corpora(tiny_model, tmp_path, capsys):
+    """`--corpus` repeats, and `topical-chat:` reads Topical-Chat's JSON: the corpora are one
+    training set, recorded by name and by a hash of the dialogues as read; a test file among them
+    stops the run in one line before anything is written."""
+    from dialeval.cli.main import main
+    from dialeval.metrics.mme.model import _read_root
+
+    _, _, corpus = tiny_model
+    conv = {f"c{i}": {"content": [{"message": t} for t in
+                                  ("do you like jazz music ?", "yes , i love miles davis .", "me too , his trumpet is great .")]}
+            for i in range(20)}
+    tc = tmp_path / "valid_freq.json"
+    tc.write_text(json.dumps(conv))
+    out = tmp_path / "m"
+    assert main(["train", "mme", "--corpus", str(corpus), "--corpus", f"topical-chat:{tc}", "-o", str(out),
+                 "--only", "fm", "--max-examples", "120", "--quiet"]) == 0
+    record = _read_root(str(out))["submetrics"]["fm"]["corpus"]
+    assert record["name"] == "dialogues_train.txt+topical-chat:valid_freq.json"
+    alone = tmp_path / "alone"
+    assert main(["train", "mme", "--corpus", str(corpus), "-o", str(alone), "--only", "fm", "--max-examples", "120",
+                 "--quiet"]) == 0
+    single = _read_root(str(alone))["submetrics"]["fm"]["corpus"]
+    assert single["name"] == "dialogues_train.txt" and single["dialogues"] + 20 == record["dialogues"]
+    (tmp_path / "test_freq.json").write_text(json.dumps(conv))
+    capsys.readouterr()
+    refused = tmp_path / "refused"
+    assert main(["train", "mme", "--corpus", str(corpus), "--corpus", f"topical-chat:{tmp_path / 'test_freq.json'}",
+                 "-o", str(refused), "--only", "fm", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Topical-Chat's test" in err[0]
+    assert not refused.exists()
+
+
 def test_rm_hard_negatives_join_the_random_ones(tmp_path):
     """With hard negatives RM trains on its paper rows (a positive and a median random negative
     per pair) plus one probe-family negative for a seeded share of the pairs, the families
