@@ -106,14 +106,37 @@ def read_corpus(path: str | os.PathLike, fmt: str | None = None) -> list[list[st
 
 
 def read_topical_chat(path: str) -> list[list[str]]:
-    """Topical-Chat's conversations JSON: {id: {"content": [{"message": ...}, ...]}}."""
+    """Topical-Chat's conversations JSON, {id: {"content": [{"message": ...}, ...]}}: each
+    conversation's non-blank messages, in order."""
+    if not os.path.exists(path):
+        raise InputError("no such file", path=path)
+    with open(path, "rb") as handle:
+        raw = handle.read()
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-        return [[m["message"].strip() for m in conv["content"] if m.get("message", "").strip()]
-                for conv in data.values()]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise InputError(f"not a Topical-Chat conversations file ({exc})", path=path) from None
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 at byte {exc.start}", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    if not isinstance(data, dict):
+        raise InputError("not a Topical-Chat conversations file: expected an object of conversations", path=path)
+    dialogues = []
+    for key, conv in data.items():
+        content = conv.get("content") if isinstance(conv, dict) else None
+        if not isinstance(content, list):
+            raise InputError("expected a list of messages", path=path, field=f"{key}.content")
+        turns = []
+        for i, m in enumerate(content):
+            message = m.get("message") if isinstance(m, dict) else None
+            if not isinstance(message, str):
+                raise InputError("expected a string", path=path, field=f"{key}.content[{i}].message")
+            if message.strip():
+                turns.append(message.strip())
+        if turns:
+            dialogues.append(turns)
+    if not dialogues:
+        raise InputError("empty corpus: no dialogues", path=path)
+    return dialogues
 
 
 TOPICAL_CHAT = "topical-chat:"
