@@ -142,11 +142,28 @@ def read_topical_chat(path: str) -> list[list[str]]:
 TOPICAL_CHAT = "topical-chat:"
 
 
+def split_spec(spec: str) -> tuple[str, str]:
+    """(prefix, file) of a corpus spec: `topical-chat:` or "" before the file's path."""
+    prefix = TOPICAL_CHAT if spec.startswith(TOPICAL_CHAT) else ""
+    return prefix, spec[len(prefix):]
+
+
+def spec_name(spec: str) -> str:
+    """The spec with its file's base name (`topical-chat:valid_freq.json`), for records."""
+    prefix, path = split_spec(spec)
+    return prefix + os.path.basename(os.path.normpath(path))
+
+
+def spec_abspath(spec: str) -> str:
+    """The spec with its file's absolute path."""
+    prefix, path = split_spec(spec)
+    return prefix + os.path.abspath(path)
+
+
 def read_corpus_spec(spec: str) -> list[list[str]]:
     """`topical-chat:FILE.json`, or any file `read_corpus` reads."""
-    if spec.startswith(TOPICAL_CHAT):
-        return read_topical_chat(spec[len(TOPICAL_CHAT):])
-    return read_corpus(spec)
+    prefix, path = split_spec(spec)
+    return read_topical_chat(path) if prefix else read_corpus(path)
 
 
 def sentences(dialogues: Iterable[list[str]]) -> list[str]:

@@ -120,11 +120,11 @@ def read_dialogues(spec: str) -> list[list[str]]:
     Topical-Chat's valid files, which are the closest that public corpus has to a train split."""
     import os
 
-    from ...data.corpus import TOPICAL_CHAT, read_corpus_spec
+    from ...data.corpus import read_corpus_spec, split_spec
     from ...errors import DialevalError
 
-    topical = spec.startswith(TOPICAL_CHAT)
-    base = os.path.basename(spec[len(TOPICAL_CHAT):] if topical else spec).lower()
+    topical, path = split_spec(spec)
+    base = os.path.basename(path).lower()
     if "test" in base or ("valid" in base and not topical):
         raise DialevalError(f"{spec}: MME trains on DailyDialog train and Topical-Chat valid only (the rated "
                             "sets draw their contexts from DailyDialog's valid/test and Topical-Chat's test)")

@@ -15,6 +15,7 @@ import os
 import time
 from typing import Any, Callable, Literal, Mapping, Sequence
 
+from ...data.corpus import spec_abspath, spec_name
 from ...errors import DialevalError
 from ...models.estimator import Estimator
 from ...models import store
@@ -125,9 +126,8 @@ class MMETrainer(Estimator):
     def fit(self, corpus: str | Sequence[str], *, engagement: str | None = None,
             say: Callable[[str], None] | None = None, checkpoint: str | None = None) -> "MMETrainer":
         """Train `only` on `corpus`, one corpus spec or several read as one (`read_dialogues`;
-        EM on the `engagement` folder). With
-        `checkpoint` (the output folder), the folder is saved after each sub-metric, so a long
-        run that stops keeps what it finished."""
+        EM on the `engagement` folder). With `checkpoint` (the output folder), the folder is
+        saved after each sub-metric, so a long run that stops keeps what it finished."""
         from .encoder import running
 
         self._check()
@@ -156,7 +156,7 @@ class MMETrainer(Estimator):
         seed, max_examples, encoder = self.seed, self.max_examples, self.encoder
         self.submetrics_: dict[str, Any] = {}
         self.records_: dict[str, Any] = {}
-        where = [_spec_path(spec) for spec in specs]
+        where = [spec_abspath(spec) for spec in specs]
         self.root_ = {"corpus": where[0] if len(where) == 1 else where, "seed": seed, "max_examples": max_examples,
                       "sm_sentences": self.sm_sentences, "sample_dialogues": len(sample),
                       "sample_utterances": len(utterances)}
@@ -266,22 +266,6 @@ def train_mme(corpus: str | Sequence[str], output: str, *, engagement: str | Non
     return _read_root(output)
 
 
-def _spec_path(spec: str) -> str:
-    """A corpus spec with its file made absolute (`topical-chat:` kept)."""
-    from ...data.corpus import TOPICAL_CHAT
-
-    if spec.startswith(TOPICAL_CHAT):
-        return TOPICAL_CHAT + os.path.abspath(spec[len(TOPICAL_CHAT):])
-    return os.path.abspath(spec)
-
-
-def _spec_name(spec: str) -> str:
-    from ...data.corpus import TOPICAL_CHAT
-
-    prefix = TOPICAL_CHAT if spec.startswith(TOPICAL_CHAT) else ""
-    return prefix + os.path.basename(os.path.normpath(spec[len(prefix):]))
-
-
 def corpus_record(path: str | Sequence[str], dialogues: Sequence[Sequence[str]]) -> dict[str, Any]:
     """What a sub-metric was trained on, for its signature: the corpus files' names (joined by
     `+`) and a hash of the dialogues as read (so a zip and its unpacked text give the same hash,
@@ -291,7 +275,7 @@ def corpus_record(path: str | Sequence[str], dialogues: Sequence[Sequence[str]])
     for dialogue in dialogues:
         digest.update("\x1f".join(dialogue).encode("utf-8", "surrogatepass"))
         digest.update(b"\x1e")
-    return {"name": "+".join(_spec_name(s) for s in specs), "sha256": digest.hexdigest()[:12],
+    return {"name": "+".join(spec_name(s) for s in specs), "sha256": digest.hexdigest()[:12],
             "dialogues": len(dialogues)}
 
 
