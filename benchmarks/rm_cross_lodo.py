@@ -13,6 +13,10 @@ member's weight; the held-out sets decide whether it helps.
 shipped one: its own row, compose / compose_ref with it in place of the shipped member, and the
 paired differences new - shipped.
 
+`--extra M1,M2` asks whether further metrics earn a place: each gets its own row, and compose /
+compose_ref over the shipped members (the cross-encoder: the candidate where one is given) with
+and without them, and the paired differences with - without and with - sent_cosine.
+
 Writes OUT/rm_cross_lodo.md and .json: Spearman with 95% bootstrap CIs, paired differences
 (bootstrap over items, averaged over sets), the new member's weights, and the published
 evaluators' rows (the comprehensive assessment, Yeh et al. 2021) beside ours. The MME and
@@ -56,12 +60,14 @@ def main() -> None:
                     help="cached columns of the shipped MME folder ('after') and of the references")
     ap.add_argument("--candidate", default=None,
                     help="a retrained cross-encoder folder, compared with --cross-model (column mme_rm_cross_new)")
+    ap.add_argument("--extra", default="", help="comma-separated metrics tried as further members (by name)")
     ap.add_argument("--share", type=float, default=0.25, help="negative_share of every composition")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "rm_cross_lodo"))
     ap.add_argument("--n-boot", type=int, default=1000)
     args = ap.parse_args()
 
     cross_opts = {"mme_cross_model": args.cross_model} if args.cross_model else {}
+    extra = [m.strip() for m in args.extra.split(",") if m.strip()]
     alias = {"engagement": "engaging", "fluent": "fluency"}
     devs, negs = [], {}
     for name in SETS:
@@ -79,6 +85,9 @@ def main() -> None:
                 new = cached_columns(os.path.join(args.out, "scores_candidate", f"{name}{suffix}.npz"), rows,
                                      CROSS, {"mme_cross_model": args.candidate})
                 got[NEW] = new[CROSS[0]]
+            if extra:
+                got.update(cached_columns(os.path.join(args.out, "scores_extra", f"{name}{suffix}.npz"), rows,
+                                          extra, {}))
             cols[suffix] = got
         dev = DevSet.from_samples(name, samples, cols[""])
         dev.human = {alias.get(q, q): v for q, v in dev.human.items()}
@@ -101,6 +110,21 @@ def main() -> None:
                                         share=args.share, negatives=negs, watch=watch)
         if watch:
             weights[label] = ws
+    if extra:
+        cross = [NEW] if args.candidate else CROSS
+        tag = "new cross" if args.candidate else "mme_rm_cross"
+        for m in extra:
+            preds[m] = {d.name: d.scores[m] for d in devs if np.isfinite(d.scores[m]).any()}
+        for label, members in ((f"compose + {tag}", MME + cross), (f"compose_ref + {tag}", MME + REFS + cross)):
+            if label not in preds:
+                preds[label], _ = lodo_compose(devs, members, with_refs_only=label.startswith("compose_ref"),
+                                               share=args.share, negatives=negs)
+            plus = f"{label} + {'+'.join(extra)}"
+            preds[plus], _ = lodo_compose(devs, members + extra, with_refs_only=label.startswith("compose_ref"),
+                                          share=args.share, negatives=negs)
+            for m in extra:
+                _, weights[f"{plus}: {m}"] = lodo_compose(devs, members + extra, share=args.share, negatives=negs,
+                                                          with_refs_only=label.startswith("compose_ref"), watch=m)
     preds["sent_cosine"] = {d.name: d.scores["sent_cosine"] for d in devs if has_refs(d)}
 
     pairs = [("mme_rm_cross", "mme_rm"),
@@ -112,8 +136,12 @@ def main() -> None:
         pairs += [(NEW, "mme_rm_cross"), ("compose + new cross", "compose + mme_rm_cross"),
                   ("compose + new cross", "sent_cosine"), ("compose_ref + new cross", "compose_ref (today)"),
                   ("compose_ref + new cross", "compose_ref + mme_rm_cross"), ("compose_ref + new cross", "sent_cosine")]
+    if extra:
+        for label in (f"compose + {tag}", f"compose_ref + {tag}"):
+            plus = f"{label} + {'+'.join(extra)}"
+            pairs += [(plus, label), (plus, "sent_cosine")]
     table, diffs, lines = held_out_tables(preds, devs, pairs, args.n_boot)
-    lines += ["", "| composition | mme_rm_cross's weight in the 'overall' fit, per held-out set (min / mean / max) |",
+    lines += ["", "| composition (: member) | the new member's weight in the 'overall' fit, per held-out set (min / mean / max) |",
               "|---|---|"]
     for label, ws in weights.items():
         lines.append(f"| {label} | {min(ws):.3f} / {np.mean(ws):.3f} / {max(ws):.3f} |")
