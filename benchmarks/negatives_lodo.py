@@ -77,19 +77,21 @@ def lodo_compose(devs, members: list[str], *, with_refs_only: bool = False, shar
     """Held-out predictions of the shipped kind of composition (ridge, weights >= 0, `overall`):
     for each set of `devs` (only those with references when `with_refs_only`), fitted on the
     others with `share` degenerate rows per item from `negatives`. Returns ({set: prediction},
-    [the `watch` member's weight per held-out set])."""
+    [the `watch` member's weight per held-out set]); a tuple of members as `watch` gives
+    {member: [weight per held-out set]} from the same fits."""
     from dialeval.metrics.compose.model import ComposeModel
 
     pool = [d for d in devs if not with_refs_only or has_refs(d)]
-    preds, weights = {}, []
+    watched = (watch,) if isinstance(watch, str) else tuple(watch or ())
+    preds, weights = {}, {m: [] for m in watched}
     for k, d in enumerate(pool):
         rest = [x for j, x in enumerate(pool) if j != k]
         model = ComposeModel(method="ridge", positive=True, seed=0, negative_share=share)
         model.fit(rest, members, ["overall"], negatives=negatives if share else None)
         preds[d.name] = model.predict(d.scores, "overall")
-        if watch is not None:
-            weights.append(model.weights_for("overall")[watch])
-    return preds, weights
+        for m in watched:
+            weights[m].append(model.weights_for("overall")[m])
+    return preds, (weights[watch] if isinstance(watch, str) else weights if watch else [])
 
 
 def main_quality(dev) -> str:

@@ -51,7 +51,9 @@ def main() -> None:
     from bench_compose import EXCLUDE, SETS
 
     from dialeval.data.datasets import load_dataset
+    from dialeval.errors import DialevalError
     from dialeval.metrics.compose.model import DevSet
+    from dialeval.metrics.registry import metric_spec
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", default=os.environ.get("DATA", "../shared/data"))
@@ -68,6 +70,11 @@ def main() -> None:
 
     cross_opts = {"mme_cross_model": args.cross_model} if args.cross_model else {}
     extra = [m.strip() for m in args.extra.split(",") if m.strip()]
+    try:
+        for m in extra:
+            metric_spec(m)       # an unknown name stops here, before any set is read
+    except DialevalError as exc:
+        ap.error(f"--extra: {exc}")
     alias = {"engagement": "engaging", "fluent": "fluency"}
     devs, negs = [], {}
     for name in SETS:
@@ -120,11 +127,9 @@ def main() -> None:
                 preds[label], _ = lodo_compose(devs, members, with_refs_only=label.startswith("compose_ref"),
                                                share=args.share, negatives=negs)
             plus = f"{label} + {'+'.join(extra)}"
-            preds[plus], _ = lodo_compose(devs, members + extra, with_refs_only=label.startswith("compose_ref"),
-                                          share=args.share, negatives=negs)
-            for m in extra:
-                _, weights[f"{plus}: {m}"] = lodo_compose(devs, members + extra, share=args.share, negatives=negs,
-                                                          with_refs_only=label.startswith("compose_ref"), watch=m)
+            preds[plus], ws = lodo_compose(devs, members + extra, with_refs_only=label.startswith("compose_ref"),
+                                           share=args.share, negatives=negs, watch=tuple(extra))
+            weights.update({f"{plus}: {m}": w for m, w in ws.items()})
     preds["sent_cosine"] = {d.name: d.scores["sent_cosine"] for d in devs if has_refs(d)}
 
     pairs = [("mme_rm_cross", "mme_rm"),
