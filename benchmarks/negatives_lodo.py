@@ -137,7 +137,7 @@ def main() -> None:
     from bench_compose import EXCLUDE, SETS
 
     from dialeval.data.datasets import load_dataset
-    from dialeval.metrics.compose.model import ComposeModel, DevSet
+    from dialeval.metrics.compose.model import DevSet
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", default=os.environ.get("DATA", "../shared/data"))
