@@ -111,6 +111,15 @@ def test_each_family_keeps_its_promise():
             assert len(v["script"][i]) == len(s.response)
             assert not re.search("[A-Za-z]", v["script"][i])
             assert re.sub("[^0-9 ,.!?']", "", v["script"][i]) == re.sub("[^0-9 ,.!?']", "", s.response)
+        if v["gibberish"][i] is not None:         # one made-up word per word, letters only
+            made = v["gibberish"][i].split()
+            assert len(made) == min(len(words), 16)
+            assert all(re.fullmatch("[a-z]{2,7}", w) for w in made)
+            assert v["gibberish"][i] == " ".join(made)
+        if v["marks"][i] is not None:             # the response's own marks, no letter or digit
+            assert not any(ch.isalnum() for ch in v["marks"][i])
+            assert sorted(v["marks"][i].replace(" ", "")) == sorted(ch for ch in s.response
+                                                                    if not ch.isalnum() and not ch.isspace())
     assert v["loop"][0] == "i am i am i am i am"
     assert v["truncate"][1] == "i work"
     assert v["script"][0] == "и ам фине , тханкс ."
@@ -120,6 +129,13 @@ def test_each_family_keeps_its_promise():
     assert v["shuffle"][4] is None and v["shuffle"][7] is not None
     assert v["loop"][7] is None
     assert sum(x is None for x in v["script"]) == 0
+    assert sum(x is None for x in v["gibberish"]) == 0
+    long = make_variants([Sample(id="l", response=" ".join(["word"] * 40))], ["gibberish"], seed=0)["gibberish"][0]
+    assert len(long.split()) == 16
+    assert make_variants([Sample(id="b", response="  ")], ["gibberish"], seed=0)["gibberish"] == [None]
+    marks = make_variants([Sample(id="m", response="yes , i can't wait !"), Sample(id="n", response="no marks here")],
+                          ["marks"], seed=0)["marks"]
+    assert marks == [", ' !", None]
     # punct and generic never offer the response's own text
     assert all(make_variants(samples, ["generic"], seed=k)["generic"][9] != "that's nice."
                for k in range(30))
@@ -358,6 +374,10 @@ def test_training_variant_families_by_hand():
     assert training_variant("loop", ctx, resp, 0, 0) == "yes , yes , yes , yes ,"
     assert training_variant("truncate", ctx, resp, 0, 0) == "yes ,"
     assert training_variant("empty", ctx, resp, 0, 0) == ""
+    # gibberish is the probe's own variant: the same seeded stream per (seed, family, item)
+    made = training_variant("gibberish", ctx, resp, 0, 5)
+    assert made == make_variants([Sample(id="x", response=resp, context=ctx)] * 6, ["gibberish"], seed=0)["gibberish"][5]
+    assert len(made.split()) == 8 and made != training_variant("gibberish", ctx, resp, 0, 6)
     # generic comes from the given pool, seeded; never the response itself
     pool = ["Thanks .", "yes , i play the saxophone every day"]
     assert training_variant("generic", ctx, resp, 0, 3, bland=pool) == "Thanks ."

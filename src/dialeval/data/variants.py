@@ -26,7 +26,7 @@ def _record(record: Any):
 
 # The families, in their fixed order (the order also seeds each family's random stream).
 FAMILIES = ("empty", "punct", "generic", "parrot", "shuffle", "other_item", "loop", "truncate",
-            "script")
+            "script", "gibberish", "marks")
 
 FAMILY_HELP = {
     "empty": "the empty string",
@@ -38,6 +38,8 @@ FAMILY_HELP = {
     "loop": "the response's first two words repeated to its length (at least 8 words)",
     "truncate": "the response's first two words",
     "script": "the response transliterated letter by letter into Cyrillic",
+    "gibberish": "as many made-up lower-case Latin letter strings as the response has words (at most 16)",
+    "marks": "the response with every letter and digit taken out: its own punctuation marks alone",
 }
 
 PUNCTUATION = ("...", "?", "!!", ". . .", "?!")
@@ -45,6 +47,8 @@ GENERIC = ("i don't know.", "ok.", "that's nice.", "yes.", "i'm not sure.", "wha
            "that is interesting.", "me too.", "thank you.", "sounds good.")
 
 LOOP_MIN_WORDS = 8
+GIBBERISH_MAX_WORDS = 16
+_LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))
 _PARTNER_TRIES = 200   # other_item: swap partners tried for a position that breaks a constraint
 
 # One Cyrillic letter per Latin letter (one code point each: the variant keeps the length).
@@ -126,6 +130,24 @@ def _loop(response: str) -> str | None:
 def _truncate(response: str) -> str | None:
     words = response.split()
     return " ".join(words[:2]) if len(words) > 2 else None
+
+
+def _gibberish(response: str, rng: np.random.Generator) -> str | None:
+    """Text shaped like a reply (one made-up word per word of the response, 2 to 7 letters each)
+    with no word in it: a content-free negative built from letters alone, so that neither the
+    `punct` strings nor another script is among what a trainer sees of it."""
+    count = min(len(response.split()), GIBBERISH_MAX_WORDS)
+    if count == 0:
+        return None
+    lengths = rng.integers(2, 8, size=count)
+    return " ".join("".join(rng.choice(_LETTERS, size=int(n))) for n in lengths)
+
+
+def _marks(response: str) -> str | None:
+    """The response's words taken away and its punctuation kept ("yes , i do ." -> ", ."): a
+    content-free reply made from each response's own marks, where `punct` draws from a fixed list."""
+    kept = " ".join("".join(ch for ch in token if not ch.isalnum()) for token in response.split())
+    return " ".join(kept.split()) or None
 
 
 def transliterate(text: str) -> str:
@@ -274,4 +296,8 @@ def _variant(family: str, sample: Sample, seed: int, item: int) -> str | None:
         return _truncate(response)
     if family == "script":
         return transliterate(response)
+    if family == "gibberish":
+        return _gibberish(response, _rng(seed, family, item))
+    if family == "marks":
+        return _marks(response)
     raise DialevalError(f"unknown probe family {family!r}")   # unreachable after check_families
