@@ -213,3 +213,50 @@ def test_lm_layout_option_reaches_the_metric(adapter):
         LMCoherenceRaw(lm_model=base, lm_layout="chat").lm.frame
     with pytest.raises(DialevalError, match="--lm-layout 'odd'"):
         LMCoherenceRaw(lm_model=base, lm_layout="odd")
+
+
+def test_unlikelihood_loss_by_hand():
+    import math
+
+    import torch
+
+    from dialeval.models.training import unlikelihood_loss
+
+    # two rows of three positions over a vocabulary of two; the loss reads positions 1 and 2
+    logits = torch.tensor([[[0.0, 0.0], [math.log(3), 0.0], [0.0, 0.0]],
+                           [[0.0, 0.0], [0.0, math.log(4)], [0.0, 0.0]]])
+    labels = torch.tensor([[-100, 1, 0], [-100, 0, 1]])
+    # row 0 (likely): p(1 | pos 0) = 1/2, p(0 | pos 1) = 3/4 -> nll = -(log 1/2 + log 3/4) / 2
+    # row 1 (unlikely): p(0 | pos 0) = 1/2, p(1 | pos 1) = 4/5 -> -(log 1/2 + log 1/5) / 2
+    nll = -(math.log(0.5) + math.log(0.75)) / 2
+    ul = -(math.log(0.5) + math.log(0.2)) / 2
+    got = unlikelihood_loss(logits, labels, [False, True], 0.5)
+    assert float(got) == pytest.approx(nll + 0.5 * ul, rel=1e-6)
+    # without unlikely rows the second part is 0; with only them the first is
+    assert float(unlikelihood_loss(logits, labels, [False, False], 1.0)) == pytest.approx(
+        -(math.log(0.5) + math.log(0.75) + math.log(0.5) + math.log(0.8)) / 4, rel=1e-6)
+    assert float(unlikelihood_loss(logits, labels, [True, True], 1.0)) == pytest.approx(
+        -(math.log(0.5) + math.log(0.25) + math.log(0.5) + math.log(0.2)) / 4, rel=1e-6)
+
+
+def test_unlikely_parrots_become_less_likely(adapter, tmp_path):
+    """The same training with parrots of the query as unlikely replies: a parrot's likelihood
+    after its query falls against the true reply's, and the record says how many negatives."""
+    from dialeval.metrics.lm.checkpoint import load_lm
+    from dialeval.metrics.lm.logprob import mean_logprobs
+    from dialeval.metrics.lm.lora import LoraTrainConfig, train_lora
+
+    base, path, corpus, _ = adapter
+    cfg = dict(rank=4, alpha=8, steps=6, batch_size=8, max_length=32, warmup_steps=2, reference_pairs=12,
+               lr=1e-2, seed=3)
+    info = train_lora(corpus, str(tmp_path / "ul"), base, LoraTrainConfig(**cfg, negatives="parrot", negative_share=1.0))
+    assert info["negatives"] == "parrot" and info["negative_sequences"] > 0
+
+    def gap(folder):
+        lm = load_lm(folder)
+        queries = [q for q, _ in QA]
+        return float(np.mean(mean_logprobs(lm, [r for _, r in QA], queries, 4)
+                             - mean_logprobs(lm, queries, queries, 4)))
+    assert gap(str(tmp_path / "ul")) > gap(path)
+    with pytest.raises(DialevalError, match="cannot be trained as an unlikely reply"):
+        train_lora(corpus, str(tmp_path / "bad"), base, LoraTrainConfig(**cfg, negatives="empty"))

@@ -92,18 +92,41 @@ def causal_lm_batch(sequences: Sequence[tuple[Sequence[int], int]], rows: Sequen
     return ids, mask, labels
 
 
+def unlikelihood_loss(logits, labels, unlikely: Sequence[bool], weight: float):
+    """Mean next-token negative log-likelihood over the labelled tokens of the likely rows, plus
+    `weight` times the mean of -log(1 - p) over those of the unlikely rows (each part 0 when its
+    rows are absent). Labels are the inputs, -100 where no loss is taken, shifted here as the
+    models' own loss shifts them."""
+    import torch
+
+    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    target = labels[:, 1:]
+    valid = target != -100
+    token = logp.gather(-1, target.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    bad = torch.tensor(list(unlikely), dtype=torch.bool, device=logits.device).unsqueeze(1)
+    good_tokens, bad_tokens = valid & ~bad, valid & bad
+    nll = -(token * good_tokens).sum() / good_tokens.sum().clamp(min=1)
+    # log(1 - p) from log p, kept finite where p rounds to 1
+    away = torch.log1p(-token.exp().clamp(max=1 - 1e-6))
+    ul = -(away * bad_tokens).sum() / bad_tokens.sum().clamp(min=1)
+    return nll + weight * ul
+
+
 def train_causal_lm(model, params: Sequence[Any], sequences: Sequence[tuple[Sequence[int], int]], *,
                     pad_id: int, passes: Callable[[], Iterable[Sequence[int]]], total_steps: int,
                     lr: float, weight_decay: float, schedule: Callable[[int], float], device: str = "cpu",
                     out_of_time: Callable[[], bool] | None = None,
-                    after_step: Callable[[LoopState], None] | None = None) -> LoopState:
+                    after_step: Callable[[LoopState], None] | None = None,
+                    unlikely: Sequence[bool] | None = None, unlikelihood_weight: float = 1.0) -> LoopState:
     """Train `params` of `model` (a transformers causal LM) for `total_steps` optimiser steps.
 
     `passes()` gives one pass's batches (lists of indices into `sequences`, each an
     `(ids, head)` pair); it is called again for every further pass, so the caller decides
     whether batches are rebuilt or only reshuffled. `schedule(step)` multiplies `lr`
     (LambdaLR). `out_of_time()`, asked before each step, ends the run early. The model is in
-    training mode during the loop; the caller switches it back."""
+    training mode during the loop; the caller switches it back. `unlikely` marks sequences
+    whose labelled tokens are to be made unlikely (`unlikelihood_loss`); None: the model's own
+    likelihood loss alone."""
     params = list(params)
     optimiser = Optimiser(params, lr=lr, weight_decay=weight_decay, schedule=schedule, clip=params)
     state = LoopState(started=time.time(), cpu_started=time.process_time())
@@ -117,9 +140,13 @@ def train_causal_lm(model, params: Sequence[Any], sequences: Sequence[tuple[Sequ
                 state.out_of_time = True
                 break
             ids, mask, labels = causal_lm_batch(sequences, rows, pad_id)
-            out = model(input_ids=ids.to(device), attention_mask=mask.to(device), labels=labels.to(device))
-            optimiser.step(out.loss)
-            state.losses.append(float(out.loss.detach()))
+            if unlikely is None:
+                loss = model(input_ids=ids.to(device), attention_mask=mask.to(device), labels=labels.to(device)).loss
+            else:
+                logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+                loss = unlikelihood_loss(logits, labels.to(device), [unlikely[i] for i in rows], unlikelihood_weight)
+            optimiser.step(loss)
+            state.losses.append(float(loss.detach()))
             state.tokens += int(mask.sum())
             state.steps += 1
             if after_step is not None:

@@ -63,6 +63,9 @@ class LoraTrainConfig:
     seed: int = 0
     threads: int | None = None
     device: str = "cpu"
+    negatives: str = ""
+    negative_share: float = 0.25
+    unlikelihood_weight: float = 1.0
     extra: dict | None = None
 
 
@@ -138,6 +141,9 @@ class LoraTrainer(Estimator):
       seed: random seed
       threads: CPU threads (default: torch's own count)
       device: torch device
+      negatives: comma-separated probe families (parrot, loop, ...) trained as unlikely replies
+      negative_share: the share of training pairs that also give one such negative
+      unlikelihood_weight: the weight of the negatives' unlikelihood loss beside the likelihood one
       extra: entries added to the training record as they are
     """
 
@@ -147,7 +153,8 @@ class LoraTrainer(Estimator):
                  lr: float = 2e-4, steps: int = 2000, max_minutes: float | None = None, batch_size: int = 16,
                  max_length: int = 96, warmup_steps: int = 50, train_pairs: int | None = None,
                  reference_pairs: int = 500, layout: Literal["plain", "chat"] = "plain", lowercase: bool = False,
-                 seed: int = 0, threads: int | None = None, device: str = "cpu", extra: dict | None = None):
+                 seed: int = 0, threads: int | None = None, device: str = "cpu", negatives: str = "",
+                 negative_share: float = 0.25, unlikelihood_weight: float = 1.0, extra: dict | None = None):
         self.rank = rank
         self.alpha = alpha
         self.targets = targets
@@ -164,6 +171,9 @@ class LoraTrainer(Estimator):
         self.seed = seed
         self.threads = threads
         self.device = device
+        self.negatives = negatives
+        self.negative_share = negative_share
+        self.unlikelihood_weight = unlikelihood_weight
         self.extra = extra
 
     def _targets(self) -> tuple[str, ...]:
@@ -226,6 +236,7 @@ class LoraTrainer(Estimator):
             ids, _ = frame_layout(lm, lm.encode(q), lm.encode(r))
             ids = (ids + lm.frame.end)[: self.max_length]
             sequences.append((ids, len(lm.frame.head)))
+        unlikely = self._negative_sequences(lm, train_pairs, sequences)
         n_tokens = sum(len(s) for s, _ in sequences)
         log(f"train lm --lora: {len(sequences)} pairs ({n_tokens} tokens), {len(ref_pairs)} reference pairs, "
             f"base {base_path}, layout {self.layout}{' lowercased' if self.lowercase else ''}")
@@ -267,7 +278,7 @@ class LoraTrainer(Estimator):
         loop = train_causal_lm(model, params, sequences, pad_id=lm.sep_id, passes=one_pass, total_steps=steps,
                                lr=self.lr, weight_decay=0.0, schedule=lr_at, device=self.device,
                                out_of_time=None if deadline is None else lambda: time.time() >= deadline,
-                               after_step=after_step)
+                               after_step=after_step, unlikely=unlikely, unlikelihood_weight=self.unlikelihood_weight)
         step, losses, tokens_seen = loop.steps, loop.losses, loop.tokens
         stopped = "max_minutes" if loop.out_of_time else "steps"
         train_seconds = loop.seconds
@@ -283,6 +294,9 @@ class LoraTrainer(Estimator):
             "train_seconds": round(train_seconds, 1), "torch_threads": torch.get_num_threads(),
             "corpus": os.path.basename(corpus), **(self.extra or {}),
         }
+        if unlikely is not None:
+            info.update(negatives=self.negatives, negative_share=self.negative_share,
+                        unlikelihood_weight=self.unlikelihood_weight, negative_sequences=int(sum(unlikely)))
         # reference scores for the normalised metrics, with the adapter merged in
         from .logprob import token_logprob_sums
 
@@ -303,6 +317,44 @@ class LoraTrainer(Estimator):
         info["wall_seconds"] = round(time.time() - started, 1)
         self.model_, self.reference_, self.info_ = model, reference, info
         return self
+
+    def _negative_sequences(self, lm, train_pairs, sequences) -> list[bool] | None:
+        """Append to `sequences` one degenerate reply (a probe family's variant, `negatives`) for
+        a seeded `negative_share` of the pairs, each framed after its query with the loss on the
+        reply's tokens alone and no end token; returns which sequences are such negatives (None
+        without `negatives`: the plain likelihood training, bit for bit).
+
+        Why: a language model's likelihood of a reply given the context (`lm_coherence`) is
+        highest for a copy of the context's last turn or a repeated phrase, the replies that
+        copying makes likely. Unlikelihood training (Welleck et al. 2019) lowers the
+        probability of the tokens of such replies, so the adapter learns to find them unlikely."""
+        if not self.negatives:
+            return None
+        from ...data.variants import TRAINABLE, bland_replies, check_families, training_variant
+        from .logprob import layout as frame_layout
+
+        families = check_families(self.negatives)
+        for f in families:
+            if f not in TRAINABLE or f == "empty":
+                raise DialevalError(f"negatives: {f!r} cannot be trained as an unlikely reply "
+                                    f"(valid: {', '.join(x for x in TRAINABLE if x != 'empty')})")
+        if not 0 < self.negative_share <= 1:
+            raise DialevalError(f"negative_share must be in (0, 1], got {self.negative_share}")
+        bland = bland_replies([r for _, r in train_pairs]) if "generic" in families else ()
+        rng = random.Random(f"{self.seed}:unlikely")
+        unlikely = [False] * len(sequences)
+        for i, (q, r) in enumerate(train_pairs):
+            if rng.random() >= self.negative_share:
+                continue
+            text = training_variant(families[i % len(families)], [q], r, self.seed, i, bland)
+            if not text:
+                continue
+            ids, start = frame_layout(lm, lm.encode(q), lm.encode(text))
+            ids = ids[: self.max_length]
+            if start < len(ids):
+                sequences.append((ids, start))
+                unlikely.append(True)
+        return unlikely
 
     # -- persistence: the adapter folder ------------------------------------------------------------
     def fitted_attributes(self) -> list[str]:
