@@ -135,7 +135,8 @@ def test_the_shipped_lm_recipe_builds_the_same_lora_trainer(parser):
     assert got == {"rank": 8, "alpha": 16.0, "targets": DEFAULT_TARGETS, "lr": 5e-4, "steps": 600,
                    "max_minutes": 10000.0, "batch_size": 8, "max_length": 64, "warmup_steps": 50,
                    "train_pairs": 8000, "reference_pairs": 300, "layout": "chat", "lowercase": False, "seed": 0,
-                   "threads": 2, "device": "cpu", "extra": None}
+                   "threads": 2, "device": "cpu", "negatives": "parrot,loop", "negative_share": 0.25,
+                   "unlikelihood_weight": 1.0, "extra": None}
 
 
 def test_lora_config_is_the_trainers_settings():
