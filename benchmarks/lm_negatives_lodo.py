@@ -15,7 +15,6 @@ candidate's are cached under OUT/scores. Writes OUT/lm_negatives_lodo.md and .js
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -25,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-from negatives_lodo import cached_columns, held_out_tables, log  # noqa: E402
+from negatives_lodo import cached_columns, held_out_tables, log, write_report  # noqa: E402
 
 LM = ["lm_coherence", "lm_fluency"]
 
@@ -64,13 +63,8 @@ def main() -> None:
              for label in labels}
     pairs = [(f"{m} (unlikelihood)", m) for m in LM]
     table, diffs, lines = held_out_tables(preds, devs, pairs, args.n_boot)
-    text = "\n".join(lines)
-    print(text)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "lm_negatives_lodo.md"), "w", encoding="utf-8") as handle:
-        handle.write(text + "\n")
-    with open(os.path.join(args.out, "lm_negatives_lodo.json"), "w", encoding="utf-8") as handle:
-        json.dump({"rows": table, "differences": diffs, "candidate": args.candidate}, handle, indent=1, default=float)
+    write_report(args.out, "lm_negatives_lodo", lines,
+                 {"rows": table, "differences": diffs, "candidate": args.candidate})
 
 
 if __name__ == "__main__":

@@ -133,6 +133,17 @@ def held_out_tables(preds: dict[str, dict[str, np.ndarray]], devs, pairs, n_boot
     return table, diffs, lines
 
 
+def write_report(out: str, stem: str, lines: list[str], payload: dict) -> None:
+    """Print the markdown `lines` and write them to OUT/STEM.md, with `payload` as OUT/STEM.json."""
+    text = "\n".join(lines)
+    print(text)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"{stem}.md"), "w", encoding="utf-8") as handle:
+        handle.write(text + "\n")
+    with open(os.path.join(out, f"{stem}.json"), "w", encoding="utf-8") as handle:
+        json.dump(payload, handle, indent=1, default=float)
+
+
 def main() -> None:
     from bench_compose import EXCLUDE, SETS
 
@@ -183,13 +194,7 @@ def main() -> None:
                           (f"{label} (before)", "sent_cosine"))
              if not (label == "mme_rm" and b == "sent_cosine")]
     table, diffs, lines = held_out_tables(preds, devs["before"], pairs, args.n_boot)
-    text = "\n".join(lines)
-    print(text)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "negatives_lodo.md"), "w", encoding="utf-8") as handle:
-        handle.write(text + "\n")
-    with open(os.path.join(args.out, "negatives_lodo.json"), "w", encoding="utf-8") as handle:
-        json.dump({"rows": table, "differences": diffs, "share": args.share}, handle, indent=1, default=float)
+    write_report(args.out, "negatives_lodo", lines, {"rows": table, "differences": diffs, "share": args.share})
 
 
 if __name__ == "__main__":
