@@ -197,6 +197,8 @@ class LoraTrainer(Estimator):
 
         offline()
         targets = self._targets()
+        if self.negatives:
+            self._negative_families()      # a bad family or share stops before the corpus and base load
         log = log or (lambda _m: None)
         if self.threads:
             torch.set_num_threads(self.threads)
@@ -318,6 +320,19 @@ class LoraTrainer(Estimator):
         self.model_, self.reference_, self.info_ = model, reference, info
         return self
 
+    def _negative_families(self) -> list[str]:
+        """The `negatives` asked for, checked (with `negative_share`) before anything is read."""
+        from ...data.variants import TRAINABLE, check_families
+
+        families = check_families(self.negatives)
+        for f in families:
+            if f not in TRAINABLE or f == "empty":
+                raise DialevalError(f"negatives: {f!r} cannot be trained as an unlikely reply "
+                                    f"(valid: {', '.join(x for x in TRAINABLE if x != 'empty')})")
+        if not 0 < self.negative_share <= 1:
+            raise DialevalError(f"negative_share must be in (0, 1], got {self.negative_share}")
+        return families
+
     def _negative_sequences(self, lm, train_pairs, sequences) -> list[bool] | None:
         """Append to `sequences` one degenerate reply (a probe family's variant, `negatives`) for
         a seeded `negative_share` of the pairs, each framed after its query with the loss on the
@@ -330,16 +345,10 @@ class LoraTrainer(Estimator):
         probability of the tokens of such replies, so the adapter learns to find them unlikely."""
         if not self.negatives:
             return None
-        from ...data.variants import TRAINABLE, bland_replies, check_families, training_variant
+        from ...data.variants import bland_replies, training_variant
         from .logprob import layout as frame_layout
 
-        families = check_families(self.negatives)
-        for f in families:
-            if f not in TRAINABLE or f == "empty":
-                raise DialevalError(f"negatives: {f!r} cannot be trained as an unlikely reply "
-                                    f"(valid: {', '.join(x for x in TRAINABLE if x != 'empty')})")
-        if not 0 < self.negative_share <= 1:
-            raise DialevalError(f"negative_share must be in (0, 1], got {self.negative_share}")
+        families = self._negative_families()
         bland = bland_replies([r for _, r in train_pairs]) if "generic" in families else ()
         rng = random.Random(f"{self.seed}:unlikely")
         unlikely = [False] * len(sequences)
