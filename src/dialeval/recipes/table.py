@@ -118,7 +118,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            "CC BY-NC-SA 4.0 (DailyDialog); CDLA-Sharing-1.0 (Topical-Chat); all-MiniLM-L6-v2: Apache 2.0",
            lambda root, out: ["train", "mme", "--corpus", _dd(root), *_topical_chat(root), "--only", "rm",
                               "--rm-encoder-mode", "cross", "--rm-max-examples", "72000",
-                              "--rm-hard-negatives", "parrot,loop,generic,shuffle",
+                              "--rm-hard-negatives", "parrot,loop,generic,shuffle,marks",
                               "--rm-hard-share", "0.5", "--finetune-epochs", "2", "--finetune-lr", "3e-05",
                               "--seed", "0", "--quiet", "-o", out],
            needs=("dailydialog", "topical-chat"), threads=2),
