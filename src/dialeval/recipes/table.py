@@ -111,7 +111,8 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
     # rated set draws from them; USR-TC's contexts are test_freq's), 72,000 utterances of whole
     # dialogues drawn from both: 90,000 rows, two epochs through all six MiniLM layers (the
     # held-out loss of the training rows still fell at the end of one), about 70 minutes with
-    # two threads.
+    # two threads. `marks` (a reply's bare punctuation) joined the hard negatives once the probes
+    # showed the folder preferred `? .` to a real reply (docs/results/rm_cross.md, fourth generation).
     Recipe("mme_cross", ("mme_rm_cross",),
            f"{DD}, and Topical-Chat's valid_freq and valid_rare conversations (Gopalakrishnan et al. 2019); "
            "all-MiniLM-L6-v2 with all six layers tuned (the embeddings stay the installed model's)",
