@@ -97,13 +97,15 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
              "USR, GRADE, Gupta et al.: see docs/datasets.md (research use); DailyDialog CC BY-NC-SA 4.0",
              _adem(v), needs=tuple(sorted({f for _, f in ADEM_SETS} | {"dailydialog"})), blas="Haswell")
       for v in ("adem", "c_adem", "r_adem")],
+    # RM's hard negatives gained `marks` (a reply's bare punctuation) at the same share once the
+    # probes showed it preferred `? .` to a real reply (docs/results/negatives.md, "Marks").
     Recipe("mme", ("mme_fm", "mme_rm", "mme_tcm", "mme_em", "mme_sm_nll", "mme_sm_nce", "mme_sm_ppl"),
            f"{DD}; mme_em: Predictive Engagement's utterance labels (ConvAI and DailyDialog splits)",
            "CC BY-NC-SA 4.0 (DailyDialog); Predictive Engagement: see docs/datasets.md",
            lambda root, out: ["train", "mme", "--corpus", _dd(root), "--engagement",
                               os.path.join(root, "predictive-engagement"), "--max-examples", "3000",
                               "--sm-sentences", "10000", "--rm-max-examples", "20000",
-                              "--rm-hard-negatives", "parrot,loop,generic", "--rm-hard-share", "0.2",
+                              "--rm-hard-negatives", "parrot,loop,generic,marks", "--rm-hard-share", "0.2",
                               "--seed", "0", "--quiet", "-o", out],
            needs=("dailydialog", "predictive-engagement")),
     # RM read as a cross-encoder (docs/mme.md, "RM as a cross-encoder"): its own folder, so the
