@@ -382,3 +382,50 @@ def test_gguf_causal_lm_loads_with_the_same_logits_and_tokenizer(tmp_path, capfd
         np.testing.assert_allclose(bb.model(ids).logits.numpy(), reference(ids).logits.numpy(), atol=1e-5)
     # the byte-level BPE with its merges: "hell" + "o", "Ġw" + "or" + "l" + "d"
     assert bb.tokenizer.tokenize("hello world") == ["hell", "o", "Ġw", "or", "l", "d"]
+
+
+# -- the stored file's bytes ----------------------------------------------------------------------
+def _header(path):
+    import json
+    import struct
+
+    with open(path, "rb") as handle:
+        size = struct.unpack("<Q", handle.read(8))[0]
+        return size, json.loads(handle.read(size).decode("utf-8"))
+
+
+def test_sort_metadata_orders_the_keys_without_moving_a_tensor(tmp_path):
+    """safetensors writes its metadata in a hash map's order, which changes per process; the
+    file is written here with the unsorted order by hand, as one process in two does."""
+    import json
+    import struct
+
+    from safetensors.numpy import load_file
+
+    from dialeval.backbones.tuning import sort_metadata
+
+    data = np.arange(6, dtype=np.float16).tobytes()
+    header = {"__metadata__": {"format": "pt", "content": "x"},
+              "w": {"dtype": "F16", "shape": [2, 3], "data_offsets": [0, len(data)]}}
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text = text.ljust((len(text) + 7) // 8 * 8, b" ")
+    path = tmp_path / "w.safetensors"
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+    before = path.stat().st_size
+
+    sort_metadata(str(path))
+
+    size, got = _header(path)
+    assert list(got["__metadata__"]) == ["content", "format"]
+    assert size == len(text) and path.stat().st_size == before
+    np.testing.assert_array_equal(load_file(str(path))["w"], np.arange(6, dtype=np.float16).reshape(2, 3))
+
+
+def test_save_layers_writes_sorted_metadata(tmp_path):
+    torch = pytest.importorskip("torch")
+    from dialeval.backbones.tuning import save_layers
+
+    path = str(tmp_path / "t.safetensors")
+    save_layers({"a": torch.zeros(3), "b": torch.ones(2)}, path, content="test")
+    _, got = _header(path)
+    assert list(got["__metadata__"]) == ["content", "format"]

@@ -309,8 +309,35 @@ def save_layers(tensors: Mapping[str, Any], path: str, content: str = "dialeval 
     from safetensors.torch import save_file
 
     save_file(dict(tensors), path, metadata={"format": "pt", "content": content})
+    sort_metadata(path)
     with open(path, "rb") as handle:
         return hashlib.sha256(handle.read()).hexdigest()[:12]
+
+
+def sort_metadata(path: str) -> None:
+    """Put the `__metadata__` keys of a safetensors file's header in sorted order, in place.
+
+    safetensors writes its metadata from a Rust hash map, whose order changes from one process
+    to the next: two keys made the same weights two different files half the time, and a
+    rebuild then failed its byte check. Reordering keys of the same text keeps the header's
+    length, so no tensor moves; a header that does not read back to its own bytes is left alone."""
+    import json
+    import struct
+
+    with open(path, "r+b") as handle:
+        size = struct.unpack("<Q", handle.read(8))[0]
+        raw = handle.read(size)
+        text = raw.decode("utf-8").rstrip(" ")
+        header = json.loads(text)
+        meta = header.get("__metadata__")
+        if not meta or list(meta) == sorted(meta):
+            return
+        if json.dumps(header, separators=(",", ":"), ensure_ascii=False) != text:
+            return
+        header["__metadata__"] = {k: meta[k] for k in sorted(meta)}
+        fixed = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        handle.seek(8)
+        handle.write(fixed.ljust(size, b" "))
 
 
 def load_layers(path: str, expected_layers: Sequence[int], base, what: str = "a tuned backbone"
