@@ -29,14 +29,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-from negatives_lodo import MME, REFS, cached_columns, held_out_tables, lodo_compose, log  # noqa: E402
+from negatives_lodo import (MME, REFS, cached_columns, dev_set, held_out_tables,  # noqa: E402
+                            lodo_compose, log, rated_samples)
 
 
 def main() -> None:
-    from bench_compose import EXCLUDE, SETS
-
-    from dialeval.data.datasets import load_dataset
-    from dialeval.metrics.compose.model import DevSet
+    from bench_compose import SETS
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", default=os.environ.get("DATA", "../shared/data"))
@@ -47,13 +45,11 @@ def main() -> None:
     ap.add_argument("--n-boot", type=int, default=1000)
     args = ap.parse_args()
 
-    alias = {"engagement": "engaging", "fluent": "fluency"}
     judge_opts = {"judge_model": args.judge_model} if args.judge_model else {}
     devs, cpu, items = [], 0.0, 0
     for name in SETS:
         log(name)
-        samples = [s for s in load_dataset(name, os.path.join(args.data_root, SETS[name])).samples
-                   if s.system not in EXCLUDE.get(name, ())]
+        samples = rated_samples(name, args.data_root)
         mme = cached_columns(os.path.join(args.mme_cache, "after", f"{name}.npz"), samples, MME, {})
         refs = cached_columns(os.path.join(args.mme_cache, "refs", f"{name}.npz"), samples, REFS, {})
         path = os.path.join(args.out, "scores", f"{name}.npz")
@@ -62,8 +58,7 @@ def main() -> None:
         judge = cached_columns(path, samples, ["judge"], judge_opts)
         if fresh:
             cpu, items = cpu + time.process_time() - t0, items + len(samples)
-        dev = DevSet.from_samples(name, samples, {**mme, **refs, **judge})
-        dev.human = {alias.get(q, q): v for q, v in dev.human.items()}
+        dev = dev_set(name, samples, {**mme, **refs, **judge})
         devs.append(dev)
 
     preds: dict[str, dict[str, np.ndarray]] = {"judge": {d.name: d.scores["judge"] for d in devs}}

@@ -24,16 +24,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-from negatives_lodo import cached_columns, held_out_tables, log, write_report  # noqa: E402
+from negatives_lodo import (cached_columns, dev_set, held_out_tables, log, rated_samples,  # noqa: E402
+                            write_report)
 
 LM = ["lm_coherence", "lm_fluency"]
 
 
 def main() -> None:
-    from bench_compose import EXCLUDE, SETS
-
-    from dialeval.data.datasets import load_dataset
-    from dialeval.metrics.compose.model import DevSet
+    from bench_compose import SETS
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", default=os.environ.get("DATA", "../shared/data"))
@@ -44,18 +42,15 @@ def main() -> None:
     ap.add_argument("--n-boot", type=int, default=1000)
     args = ap.parse_args()
 
-    alias = {"engagement": "engaging", "fluent": "fluency"}
     devs = []
     for name in SETS:
         log(name)
-        samples = [s for s in load_dataset(name, os.path.join(args.data_root, SETS[name])).samples
-                   if s.system not in EXCLUDE.get(name, ())]
+        samples = rated_samples(name, args.data_root)
         cols = cached_columns(os.path.join(args.shipped_cache, f"{name}.npz"), samples, LM, {})
         new = cached_columns(os.path.join(args.out, "scores", f"{name}.npz"), samples, LM,
                              {"lm_model": args.candidate})
         cols.update({f"{m} (unlikelihood)": v for m, v in new.items()})
-        dev = DevSet.from_samples(name, samples, cols)
-        dev.human = {alias.get(q, q): v for q, v in dev.human.items()}
+        dev = dev_set(name, samples, cols)
         devs.append(dev)
 
     labels = [m for m in LM] + [f"{m} (unlikelihood)" for m in LM]

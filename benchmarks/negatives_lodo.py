@@ -94,6 +94,29 @@ def lodo_compose(devs, members: list[str], *, with_refs_only: bool = False, shar
     return preds, (weights[watch] if isinstance(watch, str) else weights if watch else [])
 
 
+QUALITY_ALIAS = {"engagement": "engaging", "fluent": "fluency"}   # one name per quality across sets
+
+
+def rated_samples(name: str, data_root: str) -> list:
+    """A local rated set's samples as every leave-one-set-out benchmark reads them: the systems
+    whose response is the reference left out."""
+    from bench_compose import EXCLUDE, SETS
+
+    from dialeval.data.datasets import load_dataset
+
+    return [s for s in load_dataset(name, os.path.join(data_root, SETS[name])).samples
+            if s.system not in EXCLUDE.get(name, ())]
+
+
+def dev_set(name: str, samples, columns: dict):
+    """The set as a composition's development set, its qualities under their shared names."""
+    from dialeval.metrics.compose.model import DevSet
+
+    dev = DevSet.from_samples(name, samples, columns)
+    dev.human = {QUALITY_ALIAS.get(q, q): v for q, v in dev.human.items()}
+    return dev
+
+
 def main_quality(dev) -> str:
     """The set's main quality: overall where rated, else its first."""
     return "overall" if "overall" in dev.human else sorted(dev.human)[0]
@@ -145,10 +168,7 @@ def write_report(out: str, stem: str, lines: list[str], payload: dict) -> None:
 
 
 def main() -> None:
-    from bench_compose import EXCLUDE, SETS
-
-    from dialeval.data.datasets import load_dataset
-    from dialeval.metrics.compose.model import DevSet
+    from bench_compose import SETS
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", default=os.environ.get("DATA", "../shared/data"))
@@ -159,21 +179,18 @@ def main() -> None:
     ap.add_argument("--n-boot", type=int, default=1000)
     args = ap.parse_args()
 
-    alias = {"engagement": "engaging", "fluent": "fluency"}
     devs: dict[str, list] = {"before": [], "after": []}
     negs: dict[str, dict] = {"before": {}, "after": {}}
     for name in SETS:
         log(f"{name}")
-        samples = [s for s in load_dataset(name, os.path.join(args.data_root, SETS[name])).samples
-                   if s.system not in EXCLUDE.get(name, ())]
+        samples = rated_samples(name, args.data_root)
         negatives = negative_rows(samples)
         refs = cached_columns(os.path.join(args.out, "scores", "refs", f"{name}.npz"), samples, REFS, {})
         neg_refs = cached_columns(os.path.join(args.out, "scores", "refs", f"{name}.neg.npz"), negatives, REFS, {})
         for tag, folder in (("before", args.before_mme), ("after", args.after_mme)):
             cols = cached_columns(os.path.join(args.out, "scores", tag, f"{name}.npz"), samples, MME,
                                   {"mme_model": folder})
-            dev = DevSet.from_samples(name, samples, {**cols, **refs})
-            dev.human = {alias.get(q, q): v for q, v in dev.human.items()}
+            dev = dev_set(name, samples, {**cols, **refs})
             devs[tag].append(dev)
             if tag == "after":
                 ncols = cached_columns(os.path.join(args.out, "scores", tag, f"{name}.neg.npz"), negatives, MME,

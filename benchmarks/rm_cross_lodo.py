@@ -36,8 +36,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-from negatives_lodo import (MME, REFS, cached_columns, has_refs, held_out_tables, lodo_compose, log,  # noqa: E402
-                            negative_rows)
+from negatives_lodo import (MME, REFS, cached_columns, dev_set, has_refs,  # noqa: E402
+                            held_out_tables, lodo_compose, log, negative_rows, rated_samples)
 
 # Best base-size published evaluator per set, turn level (Yeh et al. 2021, as issue 32 lists them).
 PUBLISHED = {"usr-tc": ("USR", 0.423), "usr-pc": ("USL-H", 0.523), "grade-convai2": ("GRADE", 0.571),
@@ -48,11 +48,9 @@ NEW = "mme_rm_cross_new"
 
 
 def main() -> None:
-    from bench_compose import EXCLUDE, SETS
+    from bench_compose import SETS
 
-    from dialeval.data.datasets import load_dataset
     from dialeval.errors import DialevalError
-    from dialeval.metrics.compose.model import DevSet
     from dialeval.metrics.registry import metric_spec
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -75,12 +73,10 @@ def main() -> None:
             metric_spec(m)       # an unknown name stops here, before any set is read
     except DialevalError as exc:
         ap.error(f"--extra: {exc}")
-    alias = {"engagement": "engaging", "fluent": "fluency"}
     devs, negs = [], {}
     for name in SETS:
         log(name)
-        samples = [s for s in load_dataset(name, os.path.join(args.data_root, SETS[name])).samples
-                   if s.system not in EXCLUDE.get(name, ())]
+        samples = rated_samples(name, args.data_root)
         negatives = negative_rows(samples)
         cols = {}
         for suffix, rows in (("", samples), (".neg", negatives)):
@@ -96,8 +92,7 @@ def main() -> None:
                 got.update(cached_columns(os.path.join(args.out, "scores_extra", f"{name}{suffix}.npz"), rows,
                                           extra, {}))
             cols[suffix] = got
-        dev = DevSet.from_samples(name, samples, cols[""])
-        dev.human = {alias.get(q, q): v for q, v in dev.human.items()}
+        dev = dev_set(name, samples, cols[""])
         devs.append(dev)
         negs[name] = cols[".neg"]
 
