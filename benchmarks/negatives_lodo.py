@@ -73,10 +73,11 @@ def has_refs(dev) -> bool:
 
 
 def lodo_compose(devs, members: list[str], *, with_refs_only: bool = False, share: float = 0.0,
-                 negatives: dict | None = None, watch: str | None = None):
+                 negatives: dict | None = None, watch: str | None = None, stand_in: str = ""):
     """Held-out predictions of the shipped kind of composition (ridge, weights >= 0, `overall`):
     for each set of `devs` (only those with references when `with_refs_only`), fitted on the
-    others with `share` degenerate rows per item from `negatives`. Returns ({set: prediction},
+    others with `share` degenerate rows per item from `negatives` (and, with `stand_in`, the sets
+    that do not rate overall lending their own rating: `ComposeModel.stand_in`). Returns ({set: prediction},
     [the `watch` member's weight per held-out set]); a tuple of members as `watch` gives
     {member: [weight per held-out set]} from the same fits."""
     from dialeval.metrics.compose.model import ComposeModel
@@ -86,7 +87,7 @@ def lodo_compose(devs, members: list[str], *, with_refs_only: bool = False, shar
     preds, weights = {}, {m: [] for m in watched}
     for k, d in enumerate(pool):
         rest = [x for j, x in enumerate(pool) if j != k]
-        model = ComposeModel(method="ridge", positive=True, seed=0, negative_share=share)
+        model = ComposeModel(method="ridge", positive=True, seed=0, negative_share=share, stand_in=stand_in)
         model.fit(rest, members, ["overall"], negatives=negatives if share else None)
         preds[d.name] = model.predict(d.scores, "overall")
         for m in watched:

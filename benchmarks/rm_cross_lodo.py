@@ -17,6 +17,13 @@ paired differences new - shipped.
 compose_ref over the shipped members (the cross-encoder: the candidate where one is given) with
 and without them, and the paired differences with - without and with - sent_cosine.
 
+`--stand-in QUALITY=ALT,...` adds the compositions over the shipped members (the cross-encoder:
+the candidate where one is given) fitted as the
+`compose` recipe fits since 2026-11-27: every other rated set takes part, a set that does not rate
+overall lending its own rating (`fit compose --stand-in`); rows "compose (stand-ins)" and
+"compose_ref (stand-ins)", with their paired differences against the four-set fits and sent_cosine;
+with `--extra`, the further members are tried on top of these fits instead.
+
 Writes OUT/rm_cross_lodo.md and .json: Spearman with 95% bootstrap CIs, paired differences
 (bootstrap over items, averaged over sets), the new member's weights, and the published
 evaluators' rows (the comprehensive assessment, Yeh et al. 2021) beside ours. The MME and
@@ -62,6 +69,8 @@ def main() -> None:
                     help="a retrained cross-encoder folder, compared with --cross-model (column mme_rm_cross_new)")
     ap.add_argument("--extra", default="", help="comma-separated metrics tried as further members (by name)")
     ap.add_argument("--share", type=float, default=0.25, help="negative_share of every composition")
+    ap.add_argument("--stand-in", default="", help="also fit with ComposeModel's stand_in (e.g. "
+                    "overall=coherence,engaging,fluency; the quality names as dev_set shares them)")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "rm_cross_lodo"))
     ap.add_argument("--n-boot", type=int, default=1000)
     args = ap.parse_args()
@@ -112,18 +121,27 @@ def main() -> None:
                                         share=args.share, negatives=negs, watch=watch)
         if watch:
             weights[label] = ws
+    if args.stand_in:
+        cross = [NEW] if args.candidate else CROSS
+        for label, members in (("compose (stand-ins)", MME + cross), ("compose_ref (stand-ins)", MME + REFS + cross)):
+            preds[label], _ = lodo_compose(devs, members, with_refs_only=label.startswith("compose_ref"),
+                                           share=args.share, negatives=negs, stand_in=args.stand_in)
     if extra:
         cross = [NEW] if args.candidate else CROSS
         tag = "new cross" if args.candidate else "mme_rm_cross"
         for m in extra:
             preds[m] = {d.name: d.scores[m] for d in devs if np.isfinite(d.scores[m]).any()}
-        for label, members in ((f"compose + {tag}", MME + cross), (f"compose_ref + {tag}", MME + REFS + cross)):
+        bases = ((f"compose + {tag}", MME + cross), (f"compose_ref + {tag}", MME + REFS + cross))
+        if args.stand_in:       # the extra members are tried on top of the stand-in fits
+            bases = (("compose (stand-ins)", MME + cross), ("compose_ref (stand-ins)", MME + REFS + cross))
+        for label, members in bases:
             if label not in preds:
                 preds[label], _ = lodo_compose(devs, members, with_refs_only=label.startswith("compose_ref"),
-                                               share=args.share, negatives=negs)
+                                               share=args.share, negatives=negs, stand_in=args.stand_in)
             plus = f"{label} + {'+'.join(extra)}"
             preds[plus], ws = lodo_compose(devs, members + extra, with_refs_only=label.startswith("compose_ref"),
-                                           share=args.share, negatives=negs, watch=tuple(extra))
+                                           share=args.share, negatives=negs, watch=tuple(extra),
+                                           stand_in=args.stand_in)
             weights.update({f"{plus}: {m}": w for m, w in ws.items()})
     preds["sent_cosine"] = {d.name: d.scores["sent_cosine"] for d in devs if has_refs(d)}
 
@@ -137,17 +155,21 @@ def main() -> None:
                   ("compose + new cross", "sent_cosine"), ("compose_ref + new cross", "compose_ref (today)"),
                   ("compose_ref + new cross", "compose_ref + mme_rm_cross"), ("compose_ref + new cross", "sent_cosine")]
     if extra:
-        for label in (f"compose + {tag}", f"compose_ref + {tag}"):
+        for label, _ in bases:
             plus = f"{label} + {'+'.join(extra)}"
             pairs += [(plus, label), (plus, "sent_cosine")]
+    if args.stand_in:
+        pairs += [("compose (stand-ins)", "compose + mme_rm_cross"), ("compose (stand-ins)", "sent_cosine"),
+                  ("compose_ref (stand-ins)", "compose_ref + mme_rm_cross"), ("compose_ref (stand-ins)", "sent_cosine")]
     table, diffs, lines = held_out_tables(preds, devs, pairs, args.n_boot)
     lines += ["", "| composition (: member) | the new member's weight in the 'overall' fit, per held-out set (min / mean / max) |",
               "|---|---|"]
     for label, ws in weights.items():
         lines.append(f"| {label} | {min(ws):.3f} / {np.mean(ws):.3f} / {max(ws):.3f} |")
     lines += ["", "| set | best published of base size | compose today / + mme_rm_cross | "
-                  "compose_ref today / + mme_rm_cross |" + (" compose / compose_ref + new cross |" if args.candidate else ""),
-              "|---|---|---|---|" + ("---|" if args.candidate else "")]
+                  "compose_ref today / + mme_rm_cross |" + (" compose / compose_ref + new cross |" if args.candidate else "")
+              + (" compose / compose_ref (stand-ins) |" if args.stand_in else ""),
+              "|---|---|---|---|" + ("---|" if args.candidate else "") + ("---|" if args.stand_in else "")]
     for name, (who, r) in PUBLISHED.items():
         def cell(a: str, b: str) -> str:
             got = [table.get(label, {}).get(name) for label in (a, b)]
@@ -155,14 +177,16 @@ def main() -> None:
 
         lines.append(f"| {name} | {who} {r:.3f} | {cell('compose (today)', 'compose + mme_rm_cross')} | "
                      f"{cell('compose_ref (today)', 'compose_ref + mme_rm_cross')} |"
-                     + (f" {cell('compose + new cross', 'compose_ref + new cross')} |" if args.candidate else ""))
+                     + (f" {cell('compose + new cross', 'compose_ref + new cross')} |" if args.candidate else "")
+                     + (f" {cell('compose (stand-ins)', 'compose_ref (stand-ins)')} |" if args.stand_in else ""))
     text = "\n".join(lines)
     print(text)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "rm_cross_lodo.md"), "w", encoding="utf-8") as handle:
         handle.write(text + "\n")
     with open(os.path.join(args.out, "rm_cross_lodo.json"), "w", encoding="utf-8") as handle:
-        json.dump({"rows": table, "differences": diffs, "weights": weights, "share": args.share},
+        json.dump({"rows": table, "differences": diffs, "weights": weights, "share": args.share,
+                   **({"stand_in": args.stand_in} if args.stand_in else {})},
                   handle, indent=1, default=float)
 
 

@@ -428,3 +428,54 @@ def test_fit_cli_refuses_bad_negatives_before_scoring(tmp_path, capsys):
                      *extra, "-o", str(out)]) == 2
         err = capsys.readouterr().err
         assert message in err and "scoring demo" not in err and not out.exists()
+
+
+def test_stand_in_lends_a_sets_own_rating_to_a_quality_it_does_not_rate(tmp_path):
+    """A set rated for coherence only teaches the overall weights through `stand_in`, and a set
+    that rates overall keeps its own overall ratings (its coherence never replaces them)."""
+    rated, coh_only = synthetic_sets()[:2]
+    flipped = DevSet("coh", coh_only.scores, {"coherence": -coh_only.human["overall"]})
+    plain = ComposeModel(method="ridge").fit([rated, flipped], qualities=["overall"])
+    assert plain.devsets_ == ["s0", "coh"] and plain.weight_sets_[0] == 1     # only s0 rates overall
+    lent = ComposeModel(method="ridge", stand_in="overall=fluency,coherence").fit(
+        [rated, flipped], qualities=["overall"])
+    assert lent.stand_ins_used_ == [["coh", "overall", "coherence"]]
+    assert lent.weight_sets_[0] == 2
+    # the lent ratings run against s0's, so m1's coefficient falls towards zero
+    assert plain.weights_for("overall")["m1"] > 0.5
+    assert abs(lent.weights_for("overall")["m1"]) < 0.5 * plain.weights_for("overall")["m1"]
+    # a set that rates overall keeps it; the record survives a save and load
+    both = DevSet("both", rated.scores, {"overall": rated.human["overall"], "coherence": -rated.human["overall"]})
+    kept = ComposeModel(method="ridge", stand_in="overall=coherence").fit([both], qualities=["overall"])
+    assert kept.stand_ins_used_ == []
+    np.testing.assert_allclose(kept.weights_for("overall")["m1"],
+                               ComposeModel(method="ridge").fit([both], qualities=["overall"]).weights_for("overall")["m1"])
+    back = ComposeModel.load(lent.save(tmp_path / "lent"))
+    assert back.stand_ins_used_ == [["coh", "overall", "coherence"]]
+    assert back.describe()["stand_ins"] == [{"set": "coh", "quality": "overall", "from": "coherence"}]
+    # an artifact fitted without stand-ins records neither the option nor its use
+    config = json.loads((Path(plain.save(tmp_path / "plain")) / "config.json").read_text())
+    assert "stand_in" not in config["params"] and "stand_ins_used_" not in config["state"]
+    for bad in ("overall", "overall=", "=coherence", "overall=overall", "overall=a;overall=b"):
+        with pytest.raises(DialevalError, match="stand_in"):
+            ComposeModel(method="ridge", stand_in=bad).fit([rated])
+
+
+def test_fit_cli_stand_in_prints_and_records_each_loan(tmp_path, capsys):
+    from dialeval.cli.main import main
+
+    coh = tmp_path / "coh.jsonl"
+    rows = _read_jsonl(DEMO)
+    coh.write_text("".join(json.dumps({**r, "id": "c-" + r["id"], "ratings": {"coherence": r["ratings"]["overall"]}}) + "\n"
+                           for r in rows))
+    args = ["fit", "compose", "--method", "crs", "--data", f"demo:{DEMO}", "--data", f"coh:{coh}",
+            "--metrics", "bleu2,rouge_l", "--quality", "overall", "--stand-in", "overall=coherence"]
+    assert main([*args, "-o", str(tmp_path / "m")]) == 0
+    printed = capsys.readouterr().out
+    assert "stand-in: coh lends its coherence ratings as overall" in printed
+    # the lent ratings count as one more (set, overall) pair in the recorded table
+    assert main([*args, "-o", str(tmp_path / "m2"), "--json"]) == 0
+    fitted = json.loads(capsys.readouterr().out)
+    assert fitted["stand_ins"] == [{"set": "coh", "quality": "overall", "from": "coherence"}]
+    assert {(p["set"], p["quality"]) for p in fitted["spearman"]} == {("demo", "overall"), ("coh", "coherence"),
+                                                                        ("coh", "overall")}

@@ -134,6 +134,8 @@ def cmd_fit_compose(args) -> int:
     print("dev pairs: the (set, quality) pairs averaged (eq. 2); 0: none informative, the pooled row stands in")
     print(f"scaling: {args.scaling} on the pooled development scores; "
           f"development sets: {', '.join(model.devsets_)}")
+    for d, q, a in getattr(model, "stand_ins_used_", []):
+        print(f"stand-in: {d} lends its {a} ratings as {q}")
     print(f"composition written to {folder}; score with "
           f"`dialeval score INPUT --metrics compose --compose-model {args.output}`")
     return 0

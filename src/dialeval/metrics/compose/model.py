@@ -144,16 +144,22 @@ class ComposeModel(Estimator):
             fails to carry over to a new one: docs/compose.md)
         negative_share: ridge: degenerate responses (probe families) per rated item of a set,
             trained at the set's lowest rating (0: none; docs/compose.md)
+        stand_in: QUALITY=ALT1,ALT2: a development set that does not rate QUALITY lends its
+            first rating among ALT1, ALT2 ... in its place (e.g. overall=coherence,engaging:
+            a corpus rated for coherence alone still teaches the overall weights; several
+            targets are separated by ';'; default: none)
     """
 
     kind = "compose"
+    quiet_params = ("stand_in",)      # recorded only when set: earlier artifacts rebuild byte for byte
 
     def __init__(self, method: Literal["crs", "avg", "ridge"] = "crs", p: float = 2.0,
                  scaling: Literal["minmax", "percentile", "none"] = "minmax",
                  clip_percentile: float = 5.0, max_items: int = 0, min_items: int = 5,
                  seed: int = 0, alphas: Sequence[float] | None = None, consistent: bool = False,
-                 positive: bool = False, negative_share: float = 0.0):
+                 positive: bool = False, negative_share: float = 0.0, stand_in: str = ""):
         self.method = method
+        self.stand_in = stand_in
         self.negative_share = negative_share
         self.consistent = consistent
         self.positive = positive
@@ -188,6 +194,42 @@ class ComposeModel(Estimator):
         if self.consistent and self.method == "ridge":
             raise DialevalError("the consistent rule applies to crs and avg weights, not to ridge "
                                 "(use positive to keep ridge coefficients >= 0)")
+        self.stand_ins()
+
+    def stand_ins(self) -> list[tuple[str, list[str]]]:
+        """`stand_in` parsed: [(quality, [alternatives in order])]."""
+        out: list[tuple[str, list[str]]] = []
+        for part in (self.stand_in or "").split(";"):
+            if not part.strip():
+                continue
+            target, eq, alts = part.partition("=")
+            names = [a.strip() for a in alts.split(",") if a.strip()]
+            if not eq or not target.strip() or not names or target.strip() in names:
+                raise DialevalError(f"stand_in {part.strip()!r}: expected QUALITY=ALT1,ALT2 "
+                                    "(alternatives other than the quality itself)")
+            if target.strip() in {t for t, _ in out}:
+                raise DialevalError(f"stand_in names {target.strip()!r} twice")
+            out.append((target.strip(), names))
+        return out
+
+    def _with_stand_ins(self, devsets: Sequence[DevSet]) -> list[DevSet]:
+        """The sets with each stand-in rating copied under its target's name, where the set
+        does not rate the target; records [set, target, alternative] in `stand_ins_used_`."""
+        if not self.stand_ins():
+            return list(devsets)
+        used, out = [], []
+        for d in devsets:
+            lent = {}
+            for target, alts in self.stand_ins():
+                if target in d.human:
+                    continue
+                alt = next((a for a in alts if a in d.human), None)
+                if alt is not None:
+                    lent[target] = d.human[alt]
+                    used.append([d.name, target, alt])
+            out.append(DevSet(d.name, d.scores, {**d.human, **lent}, dict(d.meta)) if lent else d)
+        self.stand_ins_used_ = used
+        return out
 
     # -- fitting -----------------------------------------------------------------------------
     def fit(self, devsets: Sequence[DevSet], metrics: Sequence[str] | None = None,
@@ -218,6 +260,7 @@ class ComposeModel(Estimator):
             missing = [m for m in metrics if m not in d.scores]
             if missing:
                 raise DialevalError(f"development set {d.name!r} has no scores for {', '.join(missing)}")
+        devsets = self._with_stand_ins(devsets)
         rated = sorted({q for d in devsets for q in d.human})
         if qualities is None:
             qualities = rated
@@ -484,6 +527,8 @@ class ComposeModel(Estimator):
             out["positive"] = bool(self.positive)
             out["intercept"] = dict(zip([*self.qualities_, POOLED], self.intercept_.tolist()))
             out["alpha"] = dict(zip([*self.qualities_, POOLED], self.alpha_.tolist()))
+        if getattr(self, "stand_ins_used_", None):
+            out["stand_ins"] = [{"set": d, "quality": q, "from": a} for d, q, a in self.stand_ins_used_]
         out["spearman"] = [{"set": d, "quality": q, **{m: float(v) for m, v in zip(self.metrics_, row)}}
                            for (d, q), row in zip(self.pairs_, self.spearman_)]
         return out
