@@ -121,13 +121,12 @@ def main() -> None:
                                         share=args.share, negatives=negs, watch=watch)
         if watch:
             weights[label] = ws
+    cross = [NEW] if args.candidate else CROSS      # the cross-encoder of the stand-in and extra arms
     if args.stand_in:
-        cross = [NEW] if args.candidate else CROSS
         for label, members in (("compose (stand-ins)", MME + cross), ("compose_ref (stand-ins)", MME + REFS + cross)):
             preds[label], _ = lodo_compose(devs, members, with_refs_only=label.startswith("compose_ref"),
                                            share=args.share, negatives=negs, stand_in=args.stand_in)
     if extra:
-        cross = [NEW] if args.candidate else CROSS
         tag = "new cross" if args.candidate else "mme_rm_cross"
         for m in extra:
             preds[m] = {d.name: d.scores[m] for d in devs if np.isfinite(d.scores[m]).any()}

@@ -215,12 +215,13 @@ class ComposeModel(Estimator):
     def _with_stand_ins(self, devsets: Sequence[DevSet]) -> list[DevSet]:
         """The sets with each stand-in rating copied under its target's name, where the set
         does not rate the target; records [set, target, alternative] in `stand_ins_used_`."""
-        if not self.stand_ins():
+        loans = self.stand_ins()
+        if not loans:
             return list(devsets)
         used, out = [], []
         for d in devsets:
             lent = {}
-            for target, alts in self.stand_ins():
+            for target, alts in loans:
                 if target in d.human:
                     continue
                 alt = next((a for a in alts if a in d.human), None)
