@@ -173,3 +173,45 @@ def test_unknown_rm_mode_refused(tmp_path):
 
     with pytest.raises(DialevalError, match="--rm-encoder-mode"):
         MMETrainer(only=["rm"], rm_encoder_mode="crossed")._check()
+
+
+def test_continued_training_starts_from_the_folder_and_keeps_its_split(crossed, tmp_path):
+    """`rm_init`: the continued run starts where the folder stopped (its held-out loss at the
+    start is the folder's own, within the float16 rounding of what was stored: the same seed and
+    rows give the same held-out split), counts its epochs after the folder's, records what it
+    continued, and never ends worse on those rows than it started."""
+    from test_mme import _corpus
+
+    from dialeval.metrics.mme.model import MMEModel, train_mme
+
+    out, root = crossed
+    first = MMEModel(str(out)).get("rm")
+    corpus = _corpus(tmp_path / "dialogues_train.txt")
+    again = tmp_path / "continued"
+    root2 = train_mme(str(corpus), str(again), only=["rm"], rm_max_examples=160, rm_encoder_mode="cross",
+                      rm_hard_negatives="parrot,shuffle", rm_hard_share=0.5, finetune_epochs=1, seed=0,
+                      rm_init=str(out))
+    info, before = root2["submetrics"]["rm"]["info"], root["submetrics"]["rm"]["info"]
+    assert info["rows"] == before["rows"] and info["valid_rows"] == before["valid_rows"]
+    assert info["start_valid_loss"] == pytest.approx(before["valid_loss"], abs=0.02)
+    assert info["valid_loss"] <= info["start_valid_loss"]
+    assert info["continued_from"] == {"weights_id": first.weights_id_, "epochs_before": 1}
+    rm = MMEModel(str(again)).get("rm")
+    assert rm.epochs_done() == 2 and first.epochs_done() == 1
+    assert rm.get_params()["init_from"] == str(out)
+    # a folder from a plain run records no init_from (a quiet parameter: earlier folders rebuild)
+    import json
+
+    assert "init_from" not in json.loads((out / "rm" / "config.json").read_text())["params"]
+
+
+def test_continuing_refuses_what_cannot_be_continued(crossed, tmp_path):
+    from test_mme import _corpus
+
+    from dialeval.metrics.mme.model import MMETrainer
+
+    out, _ = crossed
+    with pytest.raises(DialevalError, match="--rm-init .*needs --rm-encoder-mode cross"):
+        MMETrainer(only=["rm"], rm_init=str(out))._check()
+    with pytest.raises(DialevalError, match="not an MME model folder"):
+        MMETrainer(only=["rm"], rm_encoder_mode="cross", rm_init=str(tmp_path / "nowhere"))._check()

@@ -17,7 +17,8 @@ response matter most). Score: a linear head over the mean of the last layer's to
 `sigmoid` of it the probability that the response follows.
 
 Training (`fit_cross`): the rows the caller makes (positives, random and hard negatives),
-binary cross-entropy, the shared tuning loop (`backbones.tuning.tune_top_layers`: AdamW, linear
+binary cross-entropy, from the installed MiniLM or, to continue an earlier training
+(`init`), from its stored layers and head, the shared tuning loop (`backbones.tuning.tune_top_layers`: AdamW, linear
 warm-up and decay, gradient clipping, the best held-out state kept, the start included), rows
 of similar length batched together so that padding stays small. bfloat16 autocast on the CPU
 while training (measured 1.4x faster than float32 on this machine's AVX-512 BF16 cores); the
@@ -159,15 +160,21 @@ def half_round(tensors: Mapping[str, Any]) -> dict[str, Any]:
 
 def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], labels: np.ndarray, *,
               seed: int = 0, lr: float = 3e-5, epochs: int = 1, deadline: float | None = None,
-              say: Callable[[str], None] | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray], dict]:
+              say: Callable[[str], None] | None = None, init: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
+              first_epoch: int = 0) -> tuple[dict[str, Any], dict[str, np.ndarray], dict]:
     """Tune every layer of `backbone`'s encoder and a linear head on the rows; returns the stored
     (float16-rounded) layer tensors, the head and a record. A seeded VALID_SHARE of the rows is
-    held out; the kept state is the one with the lowest held-out loss among the checks."""
+    held out; the kept state is the one with the lowest held-out loss among the checks.
+
+    `init` (stored layer tensors, head) continues an earlier training instead of starting from
+    the installed layers and a zero head; `first_epoch` numbers its epochs after the earlier
+    ones, so that the continued epochs see new batch orders while the same seed and rows keep
+    the same held-out split (rows it held out stay held out)."""
     import copy
 
     import torch
 
-    from ...backbones.tuning import layer_tensors, tune_top_layers
+    from ...backbones.tuning import by_layer, layer_tensors, tune_top_layers
 
     apply_thread_policy()
     started = time.monotonic()
@@ -190,6 +197,12 @@ def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], label
     dim = base.config.hidden_size
     head_w = torch.nn.Parameter(torch.zeros(dim))
     head_b = torch.nn.Parameter(torch.zeros(()))
+    if init is not None:
+        layers, head = init
+        top.load_state_dict({f"{i}.{k}": torch.as_tensor(v, dtype=torch.float32)
+                             for i, d in by_layer(layers).items() for k, v in d.items()})
+        head_w.data.copy_(torch.as_tensor(np.asarray(head["w"], dtype=np.float32)).reshape(dim))
+        head_b.data.copy_(torch.as_tensor(np.asarray(head["b"], dtype=np.float32)).reshape(()))
     if dev != "cpu":
         # moved only off the CPU: on it, the two-thread training's last bits move with changes
         # as small as this one (measured), and the shipped folder's bits are these lines'
@@ -219,7 +232,7 @@ def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], label
     train_lengths = [len(ids[i]) for i in train]
 
     def epoch_batches(epoch: int) -> list:
-        return _length_buckets(train_lengths, BATCH, random.Random(f"{seed}:cross:{epoch}"))
+        return _length_buckets(train_lengths, BATCH, random.Random(f"{seed}:cross:{first_epoch + epoch}"))
 
     def snapshot():
         return (copy.deepcopy(top.state_dict()), head_w.detach().clone(), head_b.detach().clone())
@@ -247,7 +260,8 @@ def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], label
             "b": np.asarray(head_b.detach().to(torch.float16).float().cpu().numpy(), dtype=np.float32)}
     info = {"rows": len(ids), "train_rows": len(train), "valid_rows": len(valid),
             "start_valid_loss": round(float(start[0]), 5), "valid_loss": round(float(result.best_score), 5),
-            "epochs_planned": epochs, "steps": result.steps, "stopped_by_deadline": result.stopped,
+            "epochs_planned": epochs, **({"epochs_before": first_epoch} if init is not None else {}),
+            "steps": result.steps, "stopped_by_deadline": result.stopped,
             "kept_position_epochs": round(result.best_position, 3),
             "checks": [[round(p, 3), round(s, 5)] for p, s in result.checks],
             "train_seconds": round(time.monotonic() - started, 1)}

@@ -79,17 +79,23 @@ class MMETrainer(Estimator):
       rm_hard_share: the share of RM's training pairs that get one hard negative
       rm_encoder_mode: RM's own encoder mode, when not the others': cross (one MiniLM reads
         context and response together, all six layers tuned), frozen or finetune
+      rm_init: with rm_encoder_mode cross: an MME folder whose cross-encoder RM the training
+        continues from, a shipped default or one's own (its layers and head; the rows are this
+        run's, so give the corpora, sample size and seed it was trained with to keep its
+        held-out rows held out)
     """
 
     kind = KIND
-    quiet_params = ("rm_encoder_mode",)
+    quiet_params = ("rm_encoder_mode", "rm_init")
 
     def __init__(self, only: Sequence[str] = SUBMETRICS, max_minutes: float | None = None, max_examples: int = 3000,
                  sm_sentences: int = 10000, seed: int = 0, device: str = "cpu", encoder: str | None = None,
                  encoder_mode: Literal["frozen", "finetune"] = "frozen", finetune_layers: int = 2,
                  finetune_epochs: int = 3, finetune_lr: float = 3e-5, rm_max_examples: int | None = None,
-                 rm_hard_negatives: str = "", rm_hard_share: float = 0.2, rm_encoder_mode: str | None = None):
+                 rm_hard_negatives: str = "", rm_hard_share: float = 0.2, rm_encoder_mode: str | None = None,
+                 rm_init: str | None = None):
         self.rm_encoder_mode = rm_encoder_mode
+        self.rm_init = rm_init
         self.rm_max_examples = rm_max_examples
         self.rm_hard_negatives = rm_hard_negatives
         self.rm_hard_share = rm_hard_share
@@ -122,6 +128,11 @@ class MMETrainer(Estimator):
             RelevanceModel(hard_negatives=self.rm_hard_negatives)._families()
         if not 0 <= float(self.rm_hard_share) <= 1:
             raise DialevalError(f"--rm-hard-share {self.rm_hard_share}: a share of the pairs, 0..1")
+        if self.rm_init:                               # refused before the corpus is read
+            from .relevance import RelevanceModel
+
+            RelevanceModel(encoder=self.encoder, encoder_mode=self.rm_encoder_mode or self.encoder_mode,
+                           init_from=self.rm_init)._starting_point()
 
     def fit(self, corpus: str | Sequence[str], *, engagement: str | None = None,
             say: Callable[[str], None] | None = None, checkpoint: str | None = None) -> "MMETrainer":
@@ -179,7 +190,7 @@ class MMETrainer(Estimator):
                 rm_tuning = {**tuning, "encoder_mode": self.rm_encoder_mode or self.encoder_mode}
                 model = classes[name](max_examples=rm_examples, seed=seed, encoder=encoder,
                                       hard_negatives=self.rm_hard_negatives, hard_share=self.rm_hard_share,
-                                      **rm_tuning).fit(rm_sample, deadline, say)
+                                      init_from=self.rm_init, **rm_tuning).fit(rm_sample, deadline, say)
             elif name == "tcm":
                 model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder).fit(
                     sample, graph_dialogues=dialogues, deadline=deadline)

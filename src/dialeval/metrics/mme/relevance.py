@@ -83,21 +83,25 @@ class RelevanceModel(HeadSubMetric):
         hard_negatives: comma-separated probe families made as extra negatives (parrot, loop,
             generic, ...; empty: none, the paper's recipe)
         hard_share: the share of training pairs that get one hard negative
+        init_from: with encoder_mode cross: an MME folder whose cross-encoder RM the training
+            continues from (its layers and head), for further epochs over the same rows
     """
 
     kind = "mme-rm"
+    quiet_params = ("init_from",)       # recorded only when set: earlier folders rebuild byte for byte
 
     def __init__(self, max_examples: int = 3000, hidden: int = 256, epochs: int = 30, seed: int = 0,
                  encoder: str | None = None, context_turns: int = 1,
                  encoder_mode: Literal["frozen", "finetune", "cross"] = "frozen", finetune_layers: int = 2,
                  finetune_epochs: int = 3, finetune_lr: float = 3e-5, hard_negatives: str = "",
-                 hard_share: float = 0.2):
+                 hard_share: float = 0.2, init_from: str | None = None):
         super().__init__(max_examples=max_examples, hidden=hidden, epochs=epochs, seed=seed, encoder=encoder,
                          encoder_mode=encoder_mode, finetune_layers=finetune_layers,
                          finetune_epochs=finetune_epochs, finetune_lr=finetune_lr)
         self.context_turns = context_turns
         self.hard_negatives = hard_negatives
         self.hard_share = hard_share
+        self.init_from = init_from
 
     def _turns(self) -> int:
         from .cross import CONTEXT_TURNS
@@ -196,8 +200,14 @@ class RelevanceModel(HeadSubMetric):
         from .normalise import fit_range
 
         base = backbone(self.encoder, runtime()[0])      # a trainer's --device (encoder.running)
+        init, first_epoch = None, 0
+        if self.init_from:
+            start = self._starting_point()
+            init, first_epoch = (start.cross_layers_, start.head_), start.epochs_done()
+            info["continued_from"] = {"weights_id": start.weights_id_, "epochs_before": first_epoch}
         tensors, head, record = fit_cross(base, ctx_texts, resp_texts, y, seed=self.seed, lr=self.finetune_lr,
-                                          epochs=self.finetune_epochs, deadline=deadline, say=say)
+                                          epochs=self.finetune_epochs, deadline=deadline, say=say, init=init,
+                                          first_epoch=first_epoch)
         valid = record.pop("valid")
         self.cross_layers_ = tensors
         self.head_ = head
@@ -210,6 +220,28 @@ class RelevanceModel(HeadSubMetric):
                       "encoder": f"{self._frozen_encoder().fingerprint().split('+')[0]}+cross@{self.weights_id_}",
                       "norm_from": "held-out training rows", "train_seconds": round(time.monotonic() - started, 1)}
         return self
+
+    def _starting_point(self) -> "RelevanceModel":
+        """The cross-encoder RM of the `init_from` MME folder, refused with one line when the
+        folder has none or reads its pairs another way (another encoder: its layers would not fit)."""
+        from ...errors import DialevalError
+        from .model import load_cached
+
+        if self.encoder_mode != "cross":
+            raise DialevalError(f"--rm-init {self.init_from}: continuing a training needs --rm-encoder-mode cross")
+        start = load_cached(self.init_from).get("rm")
+        if getattr(start, "encoder_mode", None) != "cross":
+            raise DialevalError(f"--rm-init {self.init_from}: its rm is a {start.encoder_mode} head, "
+                                "not a cross-encoder")
+        if (start.encoder or None) != (self.encoder or None):
+            raise DialevalError(f"--rm-init {self.init_from}: its rm was trained over encoder "
+                                f"{start.encoder or 'all-MiniLM-L6-v2'}, this training's is {self.encoder or 'all-MiniLM-L6-v2'}")
+        return start
+
+    def epochs_done(self) -> int:
+        """Epochs this cross-encoder has trained, over every training it continued."""
+        info = getattr(self, "info_", {}) or {}
+        return int(info.get("epochs_before", 0)) + int(info.get("epochs_planned", self.finetune_epochs))
 
     def _cross_scorer(self, bb):
         """The scorer over backbone `bb` (the MiniLM of `encoder.running`'s device and
