@@ -215,3 +215,6 @@ def test_continuing_refuses_what_cannot_be_continued(crossed, tmp_path):
         MMETrainer(only=["rm"], rm_init=str(out))._check()
     with pytest.raises(DialevalError, match="not an MME model folder"):
         MMETrainer(only=["rm"], rm_encoder_mode="cross", rm_init=str(tmp_path / "nowhere"))._check()
+    with pytest.raises(DialevalError, match="trained over encoder all-MiniLM-L6-v2, this training's is"):
+        MMETrainer(only=["rm"], rm_encoder_mode="cross", encoder=str(tmp_path / "other-encoder"),
+                   rm_init=str(out))._check()
