@@ -18,7 +18,7 @@ compose_ref over the shipped members (the cross-encoder: the candidate where one
 and without them, and the paired differences with - without and with - sent_cosine.
 
 `--stand-in QUALITY=ALT,...` adds the compositions over the shipped members (the cross-encoder:
-the candidate where one is given) fitted as the
+the candidate where one is given, and then the shipped one too, paired with it) fitted as the
 `compose` recipe fits since 2026-11-27: every other rated set takes part, a set that does not rate
 overall lending its own rating (`fit compose --stand-in`); rows "compose (stand-ins)" and
 "compose_ref (stand-ins)", with their paired differences against the four-set fits and sent_cosine;
@@ -123,7 +123,11 @@ def main() -> None:
             weights[label] = ws
     cross = [NEW] if args.candidate else CROSS      # the cross-encoder of the stand-in and extra arms
     if args.stand_in:
-        for label, members in (("compose (stand-ins)", MME + cross), ("compose_ref (stand-ins)", MME + REFS + cross)):
+        stand_arms = [("compose (stand-ins)", MME + cross), ("compose_ref (stand-ins)", MME + REFS + cross)]
+        if args.candidate:       # the shipped fits' kind over the shipped cross-encoder, to pair with
+            stand_arms += [(f"{label[:-1]}, shipped cross)", MME + (REFS if "_ref" in label else []) + CROSS)
+                           for label, _ in stand_arms]
+        for label, members in stand_arms:
             preds[label], _ = lodo_compose(devs, members, with_refs_only=label.startswith("compose_ref"),
                                            share=args.share, negatives=negs, stand_in=args.stand_in)
     if extra:
@@ -160,6 +164,9 @@ def main() -> None:
     if args.stand_in:
         pairs += [("compose (stand-ins)", "compose + mme_rm_cross"), ("compose (stand-ins)", "sent_cosine"),
                   ("compose_ref (stand-ins)", "compose_ref + mme_rm_cross"), ("compose_ref (stand-ins)", "sent_cosine")]
+        if args.candidate:
+            pairs += [(label, f"{label[:-1]}, shipped cross)") for label in ("compose (stand-ins)",
+                                                                            "compose_ref (stand-ins)")]
     table, diffs, lines = held_out_tables(preds, devs, pairs, args.n_boot)
     lines += ["", "| composition (: member) | the new member's weight in the 'overall' fit, per held-out set (min / mean / max) |",
               "|---|---|"]
