@@ -198,11 +198,12 @@ def test_continued_training_starts_from_the_folder_and_keeps_its_split(crossed, 
     assert info["continued_from"] == {"weights_id": first.weights_id_, "epochs_before": 1}
     rm = MMEModel(str(again)).get("rm")
     assert rm.epochs_done() == 2 and first.epochs_done() == 1
-    assert rm.get_params()["init_from"] == str(out)
-    # a folder from a plain run records no init_from (a quiet parameter: earlier folders rebuild)
+    # the trainer records the folder; a plain run records no rm_init (a quiet parameter: earlier
+    # folders rebuild byte for byte)
     import json
 
-    assert "init_from" not in json.loads((out / "rm" / "config.json").read_text())["params"]
+    assert json.loads((again / "config.json").read_text())["params"]["rm_init"] == str(out)
+    assert "rm_init" not in json.loads((out / "config.json").read_text())["params"]
 
 
 def test_continuing_refuses_what_cannot_be_continued(crossed, tmp_path):

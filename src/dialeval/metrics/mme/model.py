@@ -129,10 +129,16 @@ class MMETrainer(Estimator):
         if not 0 <= float(self.rm_hard_share) <= 1:
             raise DialevalError(f"--rm-hard-share {self.rm_hard_share}: a share of the pairs, 0..1")
         if self.rm_init:                               # refused before the corpus is read
-            from .relevance import RelevanceModel
+            self._rm_start()
 
-            RelevanceModel(encoder=self.encoder, encoder_mode=self.rm_encoder_mode or self.encoder_mode,
-                           init_from=self.rm_init)._starting_point()
+    def _rm_start(self):
+        """The cross-encoder RM of the `rm_init` folder, checked against this run's RM."""
+        from .relevance import RelevanceModel
+
+        start = load_cached(self.rm_init).get("rm")
+        RelevanceModel(encoder=self.encoder, encoder_mode=self.rm_encoder_mode or self.encoder_mode).check_start(
+            start, f"--rm-init {self.rm_init}")
+        return start
 
     def fit(self, corpus: str | Sequence[str], *, engagement: str | None = None,
             say: Callable[[str], None] | None = None, checkpoint: str | None = None) -> "MMETrainer":
@@ -190,7 +196,8 @@ class MMETrainer(Estimator):
                 rm_tuning = {**tuning, "encoder_mode": self.rm_encoder_mode or self.encoder_mode}
                 model = classes[name](max_examples=rm_examples, seed=seed, encoder=encoder,
                                       hard_negatives=self.rm_hard_negatives, hard_share=self.rm_hard_share,
-                                      init_from=self.rm_init, **rm_tuning).fit(rm_sample, deadline, say)
+                                      **rm_tuning).fit(rm_sample, deadline, say,
+                                                       start=self._rm_start() if self.rm_init else None)
             elif name == "tcm":
                 model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder).fit(
                     sample, graph_dialogues=dialogues, deadline=deadline)

@@ -83,25 +83,21 @@ class RelevanceModel(HeadSubMetric):
         hard_negatives: comma-separated probe families made as extra negatives (parrot, loop,
             generic, ...; empty: none, the paper's recipe)
         hard_share: the share of training pairs that get one hard negative
-        init_from: with encoder_mode cross: an MME folder whose cross-encoder RM the training
-            continues from (its layers and head), for further epochs over the same rows
     """
 
     kind = "mme-rm"
-    quiet_params = ("init_from",)       # recorded only when set: earlier folders rebuild byte for byte
 
     def __init__(self, max_examples: int = 3000, hidden: int = 256, epochs: int = 30, seed: int = 0,
                  encoder: str | None = None, context_turns: int = 1,
                  encoder_mode: Literal["frozen", "finetune", "cross"] = "frozen", finetune_layers: int = 2,
                  finetune_epochs: int = 3, finetune_lr: float = 3e-5, hard_negatives: str = "",
-                 hard_share: float = 0.2, init_from: str | None = None):
+                 hard_share: float = 0.2):
         super().__init__(max_examples=max_examples, hidden=hidden, epochs=epochs, seed=seed, encoder=encoder,
                          encoder_mode=encoder_mode, finetune_layers=finetune_layers,
                          finetune_epochs=finetune_epochs, finetune_lr=finetune_lr)
         self.context_turns = context_turns
         self.hard_negatives = hard_negatives
         self.hard_share = hard_share
-        self.init_from = init_from
 
     def _turns(self) -> int:
         from .cross import CONTEXT_TURNS
@@ -112,9 +108,14 @@ class RelevanceModel(HeadSubMetric):
         if self.encoder_mode != "cross":
             super()._check_mode()
 
-    def fit(self, dialogues: Sequence[list[str]], deadline: float | None = None, say=None) -> "RelevanceModel":
+    def fit(self, dialogues: Sequence[list[str]], deadline: float | None = None, say=None,
+            start: "RelevanceModel | None" = None) -> "RelevanceModel":
+        """`start`: a trained cross-encoder RM whose layers and head the training continues from
+        (`check_start` says which can be); the rows are this fit's own."""
         started = time.monotonic()
         self._check_mode()
+        if start is not None:
+            self.check_start(start)
         rng = random.Random(self.seed)
         turns = self._turns()
         pairs = pairs_of(dialogues, turns)
@@ -142,7 +143,7 @@ class RelevanceModel(HeadSubMetric):
                                       for f in self._families()}
         if self.encoder_mode == "cross":
             return self._fit_cross(ctx_texts, resp_texts, np.array(labels, dtype=np.float32), started, info,
-                                   deadline, say)
+                                   deadline, say, start)
         return self._fit_columns([ctx_texts, resp_texts], np.array(labels, dtype=np.float32), pair_features,
                                  started, info, deadline, say)
 
@@ -193,7 +194,7 @@ class RelevanceModel(HeadSubMetric):
         return self.raw_from_features(pair_features(enc.features(ctx), enc.features(list(responses))))
 
     # -- the cross-encoder variant (cross.py) ------------------------------------------------
-    def _fit_cross(self, ctx_texts, resp_texts, y, started, info, deadline, say) -> "RelevanceModel":
+    def _fit_cross(self, ctx_texts, resp_texts, y, started, info, deadline, say, start=None) -> "RelevanceModel":
         from .cross import CrossScorer, fit_cross
         from .encoder import backbone, runtime
         from .heads import sigmoid
@@ -201,8 +202,7 @@ class RelevanceModel(HeadSubMetric):
 
         base = backbone(self.encoder, runtime()[0])      # a trainer's --device (encoder.running)
         init, first_epoch = None, 0
-        if self.init_from:
-            start = self._starting_point()
+        if start is not None:
             init, first_epoch = (start.cross_layers_, start.head_), start.epochs_done()
             info["continued_from"] = {"weights_id": start.weights_id_, "epochs_before": first_epoch}
         tensors, head, record = fit_cross(base, ctx_texts, resp_texts, y, seed=self.seed, lr=self.finetune_lr,
@@ -221,22 +221,18 @@ class RelevanceModel(HeadSubMetric):
                       "norm_from": "held-out training rows", "train_seconds": round(time.monotonic() - started, 1)}
         return self
 
-    def _starting_point(self) -> "RelevanceModel":
-        """The cross-encoder RM of the `init_from` MME folder, refused with one line when the
-        folder has none or reads its pairs another way (another encoder: its layers would not fit)."""
+    def check_start(self, start: "RelevanceModel", what: str = "the starting RM") -> None:
+        """Refuse, with one line, a start this fit cannot continue: not a cross-encoder, or one
+        read through another encoder (its layers would not fit)."""
         from ...errors import DialevalError
-        from .model import load_cached
 
         if self.encoder_mode != "cross":
-            raise DialevalError(f"--rm-init {self.init_from}: continuing a training needs --rm-encoder-mode cross")
-        start = load_cached(self.init_from).get("rm")
+            raise DialevalError(f"{what}: continuing a training needs --rm-encoder-mode cross")
         if getattr(start, "encoder_mode", None) != "cross":
-            raise DialevalError(f"--rm-init {self.init_from}: its rm is a {start.encoder_mode} head, "
-                                "not a cross-encoder")
+            raise DialevalError(f"{what}: its rm is a {start.encoder_mode} head, not a cross-encoder")
         if (start.encoder or None) != (self.encoder or None):
-            raise DialevalError(f"--rm-init {self.init_from}: its rm was trained over encoder "
-                                f"{start.encoder or 'all-MiniLM-L6-v2'}, this training's is {self.encoder or 'all-MiniLM-L6-v2'}")
-        return start
+            raise DialevalError(f"{what}: its rm was trained over encoder {start.encoder or 'all-MiniLM-L6-v2'}, "
+                                f"this training's is {self.encoder or 'all-MiniLM-L6-v2'}")
 
     def epochs_done(self) -> int:
         """Epochs this cross-encoder has trained, over every training it continued."""
