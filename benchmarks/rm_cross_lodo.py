@@ -122,11 +122,13 @@ def main() -> None:
         if watch:
             weights[label] = ws
     cross = [NEW] if args.candidate else CROSS      # the cross-encoder of the stand-in and extra arms
+    # with a candidate, the same fits over the shipped cross-encoder too, each paired with its own
+    shipped_arm = {"compose (stand-ins)": ("compose (stand-ins, shipped cross)", MME + CROSS),
+                   "compose_ref (stand-ins)": ("compose_ref (stand-ins, shipped cross)", MME + REFS + CROSS)}
     if args.stand_in:
         stand_arms = [("compose (stand-ins)", MME + cross), ("compose_ref (stand-ins)", MME + REFS + cross)]
-        if args.candidate:       # the shipped fits' kind over the shipped cross-encoder, to pair with
-            stand_arms += [(f"{label[:-1]}, shipped cross)", MME + (REFS if "_ref" in label else []) + CROSS)
-                           for label, _ in stand_arms]
+        if args.candidate:
+            stand_arms += list(shipped_arm.values())
         for label, members in stand_arms:
             preds[label], _ = lodo_compose(devs, members, with_refs_only=label.startswith("compose_ref"),
                                            share=args.share, negatives=negs, stand_in=args.stand_in)
@@ -165,8 +167,7 @@ def main() -> None:
         pairs += [("compose (stand-ins)", "compose + mme_rm_cross"), ("compose (stand-ins)", "sent_cosine"),
                   ("compose_ref (stand-ins)", "compose_ref + mme_rm_cross"), ("compose_ref (stand-ins)", "sent_cosine")]
         if args.candidate:
-            pairs += [(label, f"{label[:-1]}, shipped cross)") for label in ("compose (stand-ins)",
-                                                                            "compose_ref (stand-ins)")]
+            pairs += [(label, shipped) for label, (shipped, _) in shipped_arm.items()]
     table, diffs, lines = held_out_tables(preds, devs, pairs, args.n_boot)
     lines += ["", "| composition (: member) | the new member's weight in the 'overall' fit, per held-out set (min / mean / max) |",
               "|---|---|"]

@@ -260,8 +260,7 @@ def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], label
             "b": np.asarray(head_b.detach().to(torch.float16).float().cpu().numpy(), dtype=np.float32)}
     info = {"rows": len(ids), "train_rows": len(train), "valid_rows": len(valid),
             "start_valid_loss": round(float(start[0]), 5), "valid_loss": round(float(result.best_score), 5),
-            "epochs_planned": epochs, **({"epochs_before": first_epoch} if init is not None else {}),
-            "steps": result.steps, "stopped_by_deadline": result.stopped,
+            "epochs_planned": epochs, "steps": result.steps, "stopped_by_deadline": result.stopped,
             "kept_position_epochs": round(result.best_position, 3),
             "checks": [[round(p, 3), round(s, 5)] for p, s in result.checks],
             "train_seconds": round(time.monotonic() - started, 1)}

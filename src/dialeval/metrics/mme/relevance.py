@@ -237,7 +237,8 @@ class RelevanceModel(HeadSubMetric):
     def epochs_done(self) -> int:
         """Epochs this cross-encoder has trained, over every training it continued."""
         info = getattr(self, "info_", {}) or {}
-        return int(info.get("epochs_before", 0)) + int(info.get("epochs_planned", self.finetune_epochs))
+        before = (info.get("continued_from") or {}).get("epochs_before", 0)
+        return int(before) + int(info.get("epochs_planned", self.finetune_epochs))
 
     def _cross_scorer(self, bb):
         """The scorer over backbone `bb` (the MiniLM of `encoder.running`'s device and
