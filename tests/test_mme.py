@@ -402,3 +402,63 @@ def test_rm_hard_negatives_join_the_random_ones(tmp_path):
     assert again == picked._hard_negatives(pairs_of(dialogues)[:pairs], dialogues)      # seeded
     with pytest.raises(DialevalError, match="cannot be made per pair"):
         RelevanceModel(max_examples=120, hard_negatives="other_item").fit(dialogues)
+
+
+def test_rm_dialogue_negatives_come_from_the_pairs_own_dialogue(tmp_path):
+    """A dialogue negative is another utterance of the pair's own dialogue, never one of the
+    context turns read, the response itself or the utterance right after it; a pair whose
+    dialogue has nothing else gives none. The share is quiet: unset, the RM's parameters (and so
+    every earlier folder's record) are what they were, and the pairs drawn are the same."""
+    import random
+
+    from dialeval.metrics.mme.data import pair_places, pairs_of
+    from dialeval.metrics.mme.relevance import RelevanceModel
+
+    dialogue = [f"utterance number {j}" for j in range(8)]
+    short = ["hello there", "hi", "bye now"]
+    rm = RelevanceModel(seed=3, dialogue_share=1.0)
+    # response at 3, one context turn read (2): 2, 3 and 4 are never drawn; 0, 1, 5, 6, 7 may be
+    drawn = {text for _, text in rm._dialogue_negatives([(0, 3)] * 200, [dialogue], turns=1)}
+    assert drawn == {dialogue[j] for j in (0, 1, 5, 6, 7)}
+    # three context turns read (0..2): only 5, 6, 7 remain
+    drawn = {text for _, text in rm._dialogue_negatives([(0, 3)] * 200, [dialogue], turns=3)}
+    assert drawn == {dialogue[j] for j in (5, 6, 7)}
+    assert rm._dialogue_negatives([(0, 1)], [short], turns=1) == []          # 0 read, 2 is next
+    half = RelevanceModel(seed=3, dialogue_share=0.5)._dialogue_negatives([(0, 3)] * 400, [dialogue], turns=1)
+    assert 140 < len(half) < 260
+    assert "dialogue_share" not in RelevanceModel().recorded_params()
+    assert RelevanceModel(dialogue_share=0.5).recorded_params()["dialogue_share"] == 0.5
+    # the places line up with the pairs, and shuffling them together keeps the old permutation
+    dialogues = [dialogue, short, dialogue[:5]]
+    pairs, places = pairs_of(dialogues, 3), pair_places(dialogues)
+    assert [p.response for p in pairs] == [dialogues[k][i] for k, i in places]
+    alone, placed = list(pairs), list(zip(pairs, places))
+    random.Random(7).shuffle(alone)
+    random.Random(7).shuffle(placed)
+    assert [p for p, _ in placed] == alone
+
+
+def test_rm_dialogue_negatives_join_the_training_rows(tmp_path):
+    """With `dialogue_share` the fit adds one labelled-0 row per dialogue negative made, on top
+    of the paper's two rows per pair, and records how many."""
+    pytest.importorskip("torch")
+    try:
+        from dialeval.metrics.mme.encoder import default_encoder_dir
+
+        default_encoder_dir()
+    except DialevalError as exc:
+        pytest.skip(f"no default encoder: {exc}")
+    from dialeval.metrics.mme.data import read_dialogues
+    from dialeval.metrics.mme.relevance import RelevanceModel
+
+    dialogues = read_dialogues(str(_corpus(tmp_path / "dialogues_train.txt", n=30)))
+    plain = RelevanceModel(max_examples=120, epochs=2, seed=0).fit(dialogues)
+    more = RelevanceModel(max_examples=120, epochs=2, seed=0, dialogue_share=1.0).fit(dialogues)
+    pairs = plain.info_["pairs"]
+    made = more.info_["dialogue_negatives"]
+    assert "dialogue_negatives" not in plain.info_ and 0 < made <= pairs
+    assert more.info_["examples"] == 2 * pairs + made and more.info_["positives"] == pairs
+    with pytest.raises(DialevalError, match="--rm-dialogue-share"):
+        from dialeval.metrics.mme.model import MMETrainer
+
+        MMETrainer(only=["rm"], rm_dialogue_share=1.5)._check()

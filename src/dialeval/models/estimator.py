@@ -111,12 +111,18 @@ class Estimator:
         behind in the temporary directory."""
 
     # -- persistence -------------------------------------------------------------------------
+    def recorded_params(self) -> dict[str, Any]:
+        """The parameters an artifact records: all but the runtime ones, and a quiet one only
+        where it differs from its default (so artifacts built before it existed rebuild byte for
+        byte)."""
+        defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
+        return {k: v for k, v in self.get_params().items()
+                if k not in self.runtime_params and not (k in self.quiet_params and v == defaults.get(k))}
+
     def save(self, directory: str | os.PathLike) -> str:
         self.check_fitted()
         values, arrays = self._state()
-        defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
-        params = {k: v for k, v in self.get_params().items()
-                  if k not in self.runtime_params and not (k in self.quiet_params and v == defaults.get(k))}
+        params = self.recorded_params()
         config = {**_jsonable(self._description()), "estimator": type(self).__name__,
                   "params": _jsonable(params), "state": _jsonable(values)}
         return save_artifact(directory, self.kind, config, arrays=arrays, write=self._write_files)

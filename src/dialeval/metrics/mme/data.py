@@ -150,6 +150,11 @@ def pairs_of(dialogues: Sequence[list[str]], context_turns: int = 1) -> list[Pai
     return [Pair(d[max(0, i - context_turns):i], d[i]) for d in dialogues for i in range(1, len(d))]
 
 
+def pair_places(dialogues: Sequence[list[str]]) -> list[tuple[int, int]]:
+    """(dialogue index, response position) of each of `pairs_of`'s pairs, in its order."""
+    return [(k, i) for k, d in enumerate(dialogues) for i in range(1, len(d))]
+
+
 def context_text(context: Sequence[str], turns: int = 1) -> str:
     """The text a context is encoded as: its last `turns` utterances joined."""
     return " ".join(t.strip() for t in list(context)[-turns:] if t.strip())

@@ -77,6 +77,8 @@ class MMETrainer(Estimator):
       rm_hard_negatives: probe families RM trains against besides its random negatives
         (parrot, loop, generic, ...; empty: none, the paper's recipe)
       rm_hard_share: the share of RM's training pairs that get one hard negative
+      rm_dialogue_share: the share of RM's training pairs that get one more negative drawn from
+        their own dialogue (an utterance outside the context read and not the next one; 0: none)
       rm_encoder_mode: RM's own encoder mode, when not the others': cross (one MiniLM reads
         context and response together, all six layers tuned), frozen or finetune
       rm_init: with rm_encoder_mode cross: an MME folder whose cross-encoder RM the training
@@ -86,19 +88,20 @@ class MMETrainer(Estimator):
     """
 
     kind = KIND
-    quiet_params = ("rm_encoder_mode", "rm_init")
+    quiet_params = ("rm_encoder_mode", "rm_init", "rm_dialogue_share")
 
     def __init__(self, only: Sequence[str] = SUBMETRICS, max_minutes: float | None = None, max_examples: int = 3000,
                  sm_sentences: int = 10000, seed: int = 0, device: str = "cpu", encoder: str | None = None,
                  encoder_mode: Literal["frozen", "finetune"] = "frozen", finetune_layers: int = 2,
                  finetune_epochs: int = 3, finetune_lr: float = 3e-5, rm_max_examples: int | None = None,
                  rm_hard_negatives: str = "", rm_hard_share: float = 0.2, rm_encoder_mode: str | None = None,
-                 rm_init: str | None = None):
+                 rm_init: str | None = None, rm_dialogue_share: float = 0.0):
         self.rm_encoder_mode = rm_encoder_mode
         self.rm_init = rm_init
         self.rm_max_examples = rm_max_examples
         self.rm_hard_negatives = rm_hard_negatives
         self.rm_hard_share = rm_hard_share
+        self.rm_dialogue_share = rm_dialogue_share
         self.only = only
         self.max_minutes = max_minutes
         self.max_examples = max_examples
@@ -126,8 +129,9 @@ class MMETrainer(Estimator):
             from .relevance import RelevanceModel
 
             RelevanceModel(hard_negatives=self.rm_hard_negatives)._families()
-        if not 0 <= float(self.rm_hard_share) <= 1:
-            raise DialevalError(f"--rm-hard-share {self.rm_hard_share}: a share of the pairs, 0..1")
+        for flag, share in (("--rm-hard-share", self.rm_hard_share), ("--rm-dialogue-share", self.rm_dialogue_share)):
+            if not 0 <= float(share) <= 1:
+                raise DialevalError(f"{flag} {share}: a share of the pairs, 0..1")
         if self.rm_init:                               # refused before the corpus is read
             self._rm_start()
 
@@ -196,6 +200,8 @@ class MMETrainer(Estimator):
                 rm_tuning = {**tuning, "encoder_mode": self.rm_encoder_mode or self.encoder_mode}
                 model = classes[name](max_examples=rm_examples, seed=seed, encoder=encoder,
                                       hard_negatives=self.rm_hard_negatives, hard_share=self.rm_hard_share,
+                                      **({"dialogue_share": float(self.rm_dialogue_share)}
+                                         if self.rm_dialogue_share else {}),
                                       **rm_tuning).fit(rm_sample, deadline, say,
                                                        start=self._rm_start() if self.rm_init else None)
             elif name == "tcm":
@@ -209,7 +215,7 @@ class MMETrainer(Estimator):
                     [u for d in dialogues for u in d], deadline)
             self.submetrics_[name] = model
             self.records_[name] = {
-                "estimator": type(model).__name__, "params": model.get_params(), "info": model.info_,
+                "estimator": type(model).__name__, "params": model.recorded_params(), "info": model.info_,
                 "encoder_mode": getattr(model, "encoder_mode", "own model (no MiniLM pass)"), "corpus": trained_on,
                 "wall_seconds": round(time.monotonic() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1)}
             say(f"[mme] {name}: {self.records_[name]['wall_seconds']} s wall, "

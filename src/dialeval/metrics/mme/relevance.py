@@ -31,7 +31,7 @@ import numpy as np
 
 from ...backbones.tuning import by_layer as _by_layer
 from ...backbones.tuning import tensors_id as _tensors_id
-from .data import context_text, drop_stopwords, pairs_of, words
+from .data import context_text, drop_stopwords, pair_places, pairs_of, words
 from .submetric import HeadSubMetric
 
 CANDIDATES = 10
@@ -83,21 +83,26 @@ class RelevanceModel(HeadSubMetric):
         hard_negatives: comma-separated probe families made as extra negatives (parrot, loop,
             generic, ...; empty: none, the paper's recipe)
         hard_share: the share of training pairs that get one hard negative
+        dialogue_share: the share of training pairs that get one more negative from their own
+            dialogue: an utterance neither in the context read nor the one right after the
+            response (0: none, as every folder before 2026-11-28)
     """
 
     kind = "mme-rm"
+    quiet_params = ("dialogue_share",)     # recorded only when set: earlier folders rebuild byte for byte
 
     def __init__(self, max_examples: int = 3000, hidden: int = 256, epochs: int = 30, seed: int = 0,
                  encoder: str | None = None, context_turns: int = 1,
                  encoder_mode: Literal["frozen", "finetune", "cross"] = "frozen", finetune_layers: int = 2,
                  finetune_epochs: int = 3, finetune_lr: float = 3e-5, hard_negatives: str = "",
-                 hard_share: float = 0.2):
+                 hard_share: float = 0.2, dialogue_share: float = 0.0):
         super().__init__(max_examples=max_examples, hidden=hidden, epochs=epochs, seed=seed, encoder=encoder,
                          encoder_mode=encoder_mode, finetune_layers=finetune_layers,
                          finetune_epochs=finetune_epochs, finetune_lr=finetune_lr)
         self.context_turns = context_turns
         self.hard_negatives = hard_negatives
         self.hard_share = hard_share
+        self.dialogue_share = dialogue_share
 
     def _turns(self) -> int:
         from .cross import CONTEXT_TURNS
@@ -118,9 +123,11 @@ class RelevanceModel(HeadSubMetric):
             self.check_start(start)
         rng = random.Random(self.seed)
         turns = self._turns()
-        pairs = pairs_of(dialogues, turns)
-        rng.shuffle(pairs)
-        pairs = pairs[: max(1, self.max_examples // 2)]
+        # shuffled with their places, the permutation being the one `rng.shuffle(pairs)` drew
+        placed = list(zip(pairs_of(dialogues, turns), pair_places(dialogues)))
+        rng.shuffle(placed)
+        placed = placed[: max(1, self.max_examples // 2)]
+        pairs = [p for p, _ in placed]
         contexts = [context_text(p.context, turns) for p in pairs]
         responses = [p.response for p in pairs]
         enc = self._frozen_encoder()
@@ -141,6 +148,13 @@ class RelevanceModel(HeadSubMetric):
                 labels.append(0.0)
             info["hard_negatives"] = {f: sum(1 for i, _ in made if self._family_of(i) == f)
                                       for f in self._families()}
+        if self.dialogue_share:
+            made = self._dialogue_negatives([w for _, w in placed], dialogues, turns)
+            for i, text in made:
+                ctx_texts.append(contexts[i])
+                resp_texts.append(text)
+                labels.append(0.0)
+            info["dialogue_negatives"] = len(made)
         if self.encoder_mode == "cross":
             return self._fit_cross(ctx_texts, resp_texts, np.array(labels, dtype=np.float32), started, info,
                                    deadline, say, start)
@@ -178,6 +192,24 @@ class RelevanceModel(HeadSubMetric):
             text = training_variant(self._family_of(i), p.context, p.response, self.seed, i, bland)
             if text is not None:
                 out.append((i, text))
+        return out
+
+    def _dialogue_negatives(self, places, dialogues, turns: int) -> list[tuple[int, str]]:
+        """(pair index, negative text) for a seeded `dialogue_share` of the pairs: another
+        utterance of the pair's own dialogue, on the topic but not an answer to the context.
+        The context turns read and the utterance right after the response (often a fair reply
+        to the same context) are never drawn; a separate random stream, as the hard negatives'."""
+        rng = random.Random(f"{self.seed}:dialogue-negatives")
+        out = []
+        for i, (k, at) in enumerate(places):
+            if rng.random() >= self.dialogue_share:
+                continue
+            turns_of = dialogues[k]
+            own = turns_of[at].strip().lower()
+            choices = [j for j in range(len(turns_of)) if (j < at - turns or j > at + 1)
+                       and turns_of[j].strip() and turns_of[j].strip().lower() != own]
+            if choices:
+                out.append((i, turns_of[rng.choice(choices)]))
         return out
 
     def raw(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> np.ndarray:
