@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from dialeval.cli.options import add_scoring_flags, metric_options
-from dialeval.data.datasets import load_dataset
+from dialeval.data.datasets import get_spec, load_dataset
 from dialeval.data.writers import atomic_write, json_value, write_json
 from dialeval.report.tables import format_table
 from dialeval.metrics.compose.model import POOLED, ComposeModel, DevSet, spearman
@@ -40,14 +40,11 @@ from dialeval.meta.compose_eval import leave_one_set_out, mean_r, paired_mean_di
 from dialeval.metrics.registry import REGISTRY, build_metric
 from dialeval.scoring import score
 
-# name -> folder under the data root
-SETS = {
-    "usr-pc": "usr", "usr-tc": "usr", "fed-turn": "fed",
-    "grade-dailydialog": "grade", "grade-convai2": "grade", "grade-empatheticdialogues": "grade",
-    "gupta": "dailydialog-multiref-gupta",
-    "holistic-coherence": "holistic-eval", "holistic-fluency": "holistic-eval",
-    "predictive-engagement": "predictive-engagement",
-}
+# the local rated sets the studies hold out one at a time: name -> folder under the data root
+# (the data-set registry's)
+SETS = {name: get_spec(name).folder for name in (
+    "usr-pc", "usr-tc", "fed-turn", "grade-dailydialog", "grade-convai2", "grade-empatheticdialogues", "gupta",
+    "holistic-coherence", "holistic-fluency", "predictive-engagement")}
 EXCLUDE = {"usr-pc": ("Original Ground Truth",), "usr-tc": ("Original Ground Truth",)}
 # MME's five groups (the paper's Table 5), used when the metrics are the mme_* ones
 MME_GROUPS = {"FM": ["mme_fm"], "RM": ["mme_rm"], "TCM": ["mme_tcm"], "EM": ["mme_em"],

@@ -39,10 +39,10 @@ from dialeval.meta.correlation import correlate  # noqa: E402
 from dialeval.scoring import score  # noqa: E402
 
 METRICS = ["mme_fm", "mme_rm", "mme_tcm", "mme_em", "mme_sm_nll", "mme_sm_nce", "mme_sm_ppl"]
-SETS = [("usr-pc", "usr"), ("usr-tc", "usr"), ("fed-turn", "fed"), ("grade-dailydialog", "grade"),
-        ("grade-convai2", "grade"), ("grade-empatheticdialogues", "grade"),
-        ("gupta", "dailydialog-multiref-gupta"), ("holistic-coherence", "holistic-eval"),
-        ("holistic-fluency", "holistic-eval"), ("predictive-engagement", "predictive-engagement")]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_compose import SETS as _FOLDERS  # noqa: E402
+
+SETS = list(_FOLDERS.items())
 
 
 def load_features(path: str) -> None:

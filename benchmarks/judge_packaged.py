@@ -32,27 +32,18 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "..", "shared", "data")
-# set -> (folder under the data root, main quality)
-SETS = {
-    "usr-tc": ("usr", "overall"),
-    "fed-turn": ("fed", "overall"),
-    "usr-pc": ("usr", "overall"),
-    "grade-dailydialog": ("grade", "coherence"),
-    "grade-empatheticdialogues": ("grade", "coherence"),
-    "grade-convai2": ("grade", "coherence"),
-    "gupta": ("dailydialog-multiref-gupta", "overall"),
-    "holistic-coherence": ("holistic-eval", "coherence"),
-    "holistic-fluency": ("holistic-eval", "fluency"),
-    "predictive-engagement": ("predictive-engagement", "engagement"),
-}
+# set -> main quality (the folder under the data root is the data-set registry's)
+QUALITY = {"usr-tc": "overall", "fed-turn": "overall", "usr-pc": "overall", "grade-dailydialog": "coherence",
+           "grade-empatheticdialogues": "coherence", "grade-convai2": "coherence", "gupta": "overall",
+           "holistic-coherence": "coherence", "holistic-fluency": "fluency", "predictive-engagement": "engagement"}
 
 
 def sample_dataset(name: str, root: str, n: int, seed: int):
+    from dialeval.data.datasets import get_spec
     from dialeval.data.datasets.base import Dataset
     from dialeval.meta.evaluate import load_rated
 
-    folder, _ = SETS[name]
-    ds = load_rated(name, os.path.join(root, folder))
+    ds = load_rated(name, os.path.join(root, get_spec(name).folder))
     if ds.reference_systems:
         ds = ds.without_systems(ds.reference_systems)
     total = len(ds.samples)
@@ -124,7 +115,7 @@ def main() -> int:
 
     for name in args.sets.split(","):
         ds, total, keep = sample_dataset(name, args.data_root, args.n, args.seed)
-        quality = SETS[name][1]
+        quality = QUALITY[name]
         c0, w0 = time.process_time(), time.perf_counter()
         judged = score(ds.samples, ["judge"], **judge_opts)
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0

@@ -24,16 +24,17 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-SETS = {"usr-tc": "usr", "gupta": "dailydialog-multiref-gupta"}
+SETS = ("usr-tc", "gupta")
 
 
 def run(data_root: str, out: str, limit: int, seed: int) -> None:
+    from dialeval.data.datasets import get_spec
     from dialeval.meta.evaluate import load_rated
     from dialeval.meta.probes import probe
 
     os.makedirs(out, exist_ok=True)
-    for name, folder in SETS.items():
-        dataset = load_rated(name, os.path.join(data_root, folder))
+    for name in SETS:
+        dataset = load_rated(name, os.path.join(data_root, get_spec(name).folder))
         if dataset.reference_systems:
             dataset = dataset.without_systems(dataset.reference_systems)
         start, cpu = time.time(), time.process_time()
