@@ -119,10 +119,12 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
     # RM read as a cross-encoder (docs/mme.md, "RM as a cross-encoder"): its own folder, so the
     # frozen `mme` folder stays as it was. DailyDialog train and Topical-Chat's valid files (no
     # rated set draws from them; USR-TC's contexts are test_freq's): every one of their 110,544
-    # utterances (the cap is above it), 98,348 pairs, about 245,000 rows, one epoch through all
+    # utterances (the cap is above it), 98,348 pairs, about 292,000 rows, one epoch through all
     # six MiniLM layers, two threads (docs/results/rm_cross.md, fifth generation: more distinct
     # pairs instead of a third pass over 36,000). `marks` (a reply's bare punctuation) joined the
-    # hard negatives once the probes showed the folder preferred `? .` to a real reply (fourth).
+    # hard negatives once the probes showed the folder preferred `? .` to a real reply (fourth);
+    # half of the pairs also get an utterance of their own dialogue as a negative, so that being
+    # on the topic is not taken for answering (sixth).
     Recipe("mme_cross", ("mme_rm_cross",),
            f"{DD}, and Topical-Chat's valid_freq and valid_rare conversations (Gopalakrishnan et al. 2019); "
            "all-MiniLM-L6-v2 with all six layers tuned (the embeddings stay the installed model's)",
@@ -130,7 +132,8 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            lambda root, out: ["train", "mme", "--corpus", _dd(root), *_topical_chat(root), "--only", "rm",
                               "--rm-encoder-mode", "cross", "--rm-max-examples", "200000",
                               "--rm-hard-negatives", "parrot,loop,generic,shuffle,marks",
-                              "--rm-hard-share", "0.5", "--finetune-epochs", "1", "--finetune-lr", "3e-05",
+                              "--rm-hard-share", "0.5", "--rm-dialogue-share", "0.5",
+                              "--finetune-epochs", "1", "--finetune-lr", "3e-05",
                               "--seed", "0", "--quiet", "-o", out],
            needs=("dailydialog", "topical-chat"), threads=2),
     # The holistic paper fine-tuned GPT-2 on DailyDialog; this fine-tunes SmolLM2-135M-Instruct
