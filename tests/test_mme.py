@@ -369,12 +369,8 @@ def test_cli_trains_on_several_corpora(tiny_model, tmp_path, capsys):
     assert not refused.exists()
 
 
-def test_rm_hard_negatives_join_the_random_ones(tmp_path):
-    """With hard negatives RM trains on its paper rows (a positive and a median random negative
-    per pair) plus one probe-family negative for a seeded share of the pairs, the families
-    taken in turn; every hard negative is labelled 0 and a parrot never equals its response.
-    Without them the paper's rows are what they were (the hard negatives draw from their own
-    random stream), and a family that cannot be made per pair is refused."""
+def _rm_dialogues(base):
+    """A tiny training corpus read as RM reads it (skips without torch or the encoder)."""
     pytest.importorskip("torch")
     try:
         from dialeval.metrics.mme.encoder import default_encoder_dir
@@ -383,9 +379,19 @@ def test_rm_hard_negatives_join_the_random_ones(tmp_path):
     except DialevalError as exc:
         pytest.skip(f"no default encoder: {exc}")
     from dialeval.metrics.mme.data import read_dialogues
+
+    return read_dialogues(str(_corpus(base / "dialogues_train.txt", n=30)))
+
+
+def test_rm_hard_negatives_join_the_random_ones(tmp_path):
+    """With hard negatives RM trains on its paper rows (a positive and a median random negative
+    per pair) plus one probe-family negative for a seeded share of the pairs, the families
+    taken in turn; every hard negative is labelled 0 and a parrot never equals its response.
+    Without them the paper's rows are what they were (the hard negatives draw from their own
+    random stream), and a family that cannot be made per pair is refused."""
     from dialeval.metrics.mme.relevance import RelevanceModel
 
-    dialogues = read_dialogues(str(_corpus(tmp_path / "dialogues_train.txt", n=30)))
+    dialogues = _rm_dialogues(tmp_path)
     plain = RelevanceModel(max_examples=120, epochs=2, seed=0).fit(dialogues)
     hard = RelevanceModel(max_examples=120, epochs=2, seed=0, hard_negatives="parrot,loop",
                           hard_share=0.5).fit(dialogues)
@@ -441,17 +447,9 @@ def test_rm_dialogue_negatives_come_from_the_pairs_own_dialogue(tmp_path):
 def test_rm_dialogue_negatives_join_the_training_rows(tmp_path):
     """With `dialogue_share` the fit adds one labelled-0 row per dialogue negative made, on top
     of the paper's two rows per pair, and records how many."""
-    pytest.importorskip("torch")
-    try:
-        from dialeval.metrics.mme.encoder import default_encoder_dir
-
-        default_encoder_dir()
-    except DialevalError as exc:
-        pytest.skip(f"no default encoder: {exc}")
-    from dialeval.metrics.mme.data import read_dialogues
     from dialeval.metrics.mme.relevance import RelevanceModel
 
-    dialogues = read_dialogues(str(_corpus(tmp_path / "dialogues_train.txt", n=30)))
+    dialogues = _rm_dialogues(tmp_path)
     plain = RelevanceModel(max_examples=120, epochs=2, seed=0).fit(dialogues)
     more = RelevanceModel(max_examples=120, epochs=2, seed=0, dialogue_share=1.0).fit(dialogues)
     pairs = plain.info_["pairs"]
