@@ -200,8 +200,7 @@ class MMETrainer(Estimator):
                 rm_tuning = {**tuning, "encoder_mode": self.rm_encoder_mode or self.encoder_mode}
                 model = classes[name](max_examples=rm_examples, seed=seed, encoder=encoder,
                                       hard_negatives=self.rm_hard_negatives, hard_share=self.rm_hard_share,
-                                      **({"dialogue_share": float(self.rm_dialogue_share)}
-                                         if self.rm_dialogue_share else {}),
+                                      dialogue_share=float(self.rm_dialogue_share),
                                       **rm_tuning).fit(rm_sample, deadline, say,
                                                        start=self._rm_start() if self.rm_init else None)
             elif name == "tcm":

@@ -140,20 +140,21 @@ class RelevanceModel(HeadSubMetric):
             resp_texts += [r, responses[negatives[i]]]
             labels += [1.0, 0.0]
         info = {"pairs": len(pairs), "negative": f"median of {CANDIDATES} by word-vector cosine"}
-        if self.hard_negatives:
-            made = self._hard_negatives(pairs, dialogues)
+
+        def add_negatives(made: list[tuple[int, str]]) -> None:     # (pair index, text) rows, label 0
             for i, text in made:
                 ctx_texts.append(contexts[i])
                 resp_texts.append(text)
                 labels.append(0.0)
+
+        if self.hard_negatives:
+            made = self._hard_negatives(pairs, dialogues)
+            add_negatives(made)
             info["hard_negatives"] = {f: sum(1 for i, _ in made if self._family_of(i) == f)
                                       for f in self._families()}
         if self.dialogue_share:
             made = self._dialogue_negatives([w for _, w in placed], dialogues, turns)
-            for i, text in made:
-                ctx_texts.append(contexts[i])
-                resp_texts.append(text)
-                labels.append(0.0)
+            add_negatives(made)
             info["dialogue_negatives"] = len(made)
         if self.encoder_mode == "cross":
             return self._fit_cross(ctx_texts, resp_texts, np.array(labels, dtype=np.float32), started, info,
