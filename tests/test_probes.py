@@ -19,6 +19,7 @@ from conftest import DATA, REPO, need
 from dialeval.cli.main import main
 from dialeval.data.readers import read_samples
 from dialeval.data.sample import Sample
+from dialeval.data.variants import word_starts
 from dialeval.errors import DialevalError
 from dialeval.meta.probes import (FAMILIES, GENERIC, PUNCTUATION, make_variants, outcomes, probe,
                                   select_items, share_ci)
@@ -105,8 +106,10 @@ def test_each_family_keeps_its_promise():
             got = v["loop"][i].split()
             assert len(got) == max(len(words), 8)
             assert got == [words[:2][k % len(words[:2])] for k in range(len(got))]
-        if v["truncate"][i] is not None:
-            assert v["truncate"][i].split() == words[:2] and len(words) > 2
+        if v["truncate"][i] is not None:      # the first two words of three or more, no mark after
+            kept = v["truncate"][i].split()
+            assert kept == words[:len(kept)] and any(ch.isalnum() for ch in kept[-1])
+            assert len(word_starts(kept)) == 2 and len(word_starts(words)) > 2
         if v["script"][i] is not None:
             assert len(v["script"][i]) == len(s.response)
             assert not re.search("[A-Za-z]", v["script"][i])
@@ -264,15 +267,18 @@ def test_top_limit_and_reference_copies():
             for k, v in enumerate([1, 2, 3, 3, 4, 5, 5, 2, 1, 3])]
     rows.append(Sample(id="copy", response="the reference", references=["the  reference"],
                        ratings={"overall": [5.0]}))
+    # a tokenised copy of a reference reads as it: "i 'm fine ." is "I'm fine."
+    rows.append(Sample(id="tokenised", response="i 'm fine .", references=["x", "I'm fine."],
+                       ratings={"overall": [5.0]}))
     kept, counts = select_items(rows, top="overall:0.3")
-    # the copy is dropped first; then 10 rated items, top 30% = 3 items: 5, 5, 4 (threshold 4)
+    # the copies are dropped first; then 10 rated items, top 30% = 3 items: 5, 5, 4 (threshold 4)
     assert [s.id for s in kept] == ["4", "5", "6"]
-    assert counts == {"input": 11, "reference_copies_dropped": 1, "not_in_top": 7,
+    assert counts == {"input": 12, "reference_copies_dropped": 2, "not_in_top": 7,
                       "left_out_by_limit": 0, "probed": 3}
     kept, _ = select_items(rows, top=("overall", 0.4))     # 4 items: 5, 5, 4, then 3 tied x3
     assert [s.id for s in kept] == ["2", "3", "4", "5", "6", "9"]
     kept, counts = select_items(rows, keep_reference_copies=True, limit=4, seed=2)
-    assert len(kept) == 4 and counts["left_out_by_limit"] == 7 and counts["reference_copies_dropped"] == 0
+    assert len(kept) == 4 and counts["left_out_by_limit"] == 8 and counts["reference_copies_dropped"] == 0
     assert [s.id for s in kept] == [s.id for s in select_items(rows, keep_reference_copies=True, limit=4, seed=2)[0]]
     with pytest.raises(DialevalError, match="no item has 'fluency' ratings"):
         select_items(rows, top="fluency:0.5")
@@ -372,7 +378,8 @@ def test_training_variant_families_by_hand():
     assert training_variant("parrot", ctx, resp, 0, 0) == "do you like jazz ?"
     # the response's first two tokens repeated to its length (8 whitespace tokens)
     assert training_variant("loop", ctx, resp, 0, 0) == "yes , yes , yes , yes ,"
-    assert training_variant("truncate", ctx, resp, 0, 0) == "yes ,"
+    # up to the second word: "," holds no letter or digit, so the cut is after "i"
+    assert training_variant("truncate", ctx, resp, 0, 0) == "yes , i"
     assert training_variant("empty", ctx, resp, 0, 0) == ""
     # gibberish is the probe's own variant: the same seeded stream per (seed, family, item)
     made = training_variant("gibberish", ctx, resp, 0, 5)
@@ -387,3 +394,30 @@ def test_training_variant_families_by_hand():
         training_variant("other_item", ctx, resp, 0, 0)
     with pytest.raises(DialevalError, match="bland replies"):
         training_variant("generic", ctx, resp, 0, 0)
+
+
+def test_a_variant_that_reads_as_the_original_is_not_probed():
+    # a tokenised corpus's "i 'm not sure ." reads as the bland list's "i'm not sure.", and
+    # "thank you ." has two words, so cutting it to its first two words leaves the reply itself
+    rows = [Sample(id=str(k), context=["are you coming ?"], response="i 'm not sure .") for k in range(40)]
+    rows.append(Sample(id="t", context=["here you are ."], response="thank you ."))
+    v = make_variants(rows, ["generic", "truncate"], seed=0)
+    assert all(g is not None and g != "i'm not sure." for g in v["generic"][:40])
+    assert {g for g in v["generic"][:40]} <= set(GENERIC) - {"i'm not sure."}
+    # "'m" is a clitic split off "i": the first two words are "i 'm" and "not"
+    assert v["truncate"][40] is None and v["truncate"][0] == "i 'm not"
+    assert make_variants([Sample(id="d", context=["x"], response="do n't worry , it 's fine")],
+                         ["truncate"])["truncate"] == ["do n't worry"]
+    # a parrot that differs from the response by a space before the mark reads the same: skipped
+    echo = Sample(id="e", context=["ok."], response="ok .")
+    assert make_variants([echo], ["parrot"])["parrot"] == [None]
+
+
+def test_training_negatives_keep_the_draws_the_shipped_folders_were_trained_on():
+    # negative_samples compares by whitespace alone (as_trained), so the shipped compositions
+    # rebuild from the same rows: "ok." is still a parrot of "ok ." there
+    from dialeval.meta.probes import negative_samples
+
+    echo = Sample(id="e", context=["ok."], response="ok .", ratings={"overall": [1.0]})
+    assert make_variants([echo], ["parrot"], as_trained=True)["parrot"] == ["ok."]
+    assert [r.response for r in negative_samples([echo], ["parrot"], keep_out_top=None)] == ["ok."]

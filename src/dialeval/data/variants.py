@@ -9,6 +9,7 @@ is anything with `response`, `context`, `references` (a `Sample`, ADEM's `RatedR
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any, Iterable, Sequence
 
@@ -46,6 +47,7 @@ PUNCTUATION = ("...", "?", "!!", ". . .", "?!")
 GENERIC = ("i don't know.", "ok.", "that's nice.", "yes.", "i'm not sure.", "what do you mean?",
            "that is interesting.", "me too.", "thank you.", "sounds good.")
 
+_CLITIC = re.compile(r"^(?:'[^\W\d_]*|n't)$", re.IGNORECASE)
 LOOP_MIN_WORDS = 8
 GIBBERISH_MAX_WORDS = 16
 _LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))
@@ -84,8 +86,24 @@ def _check_seed(seed: Any) -> int:
 
 
 def _norm(text: str) -> str:
-    """Whitespace-normalised text: what "the variant equals the original" compares."""
+    """Whitespace-normalised text (how training's draws compare texts; see `_spaced`)."""
     return " ".join(text.split())
+
+
+def reading(text: str) -> str:
+    """How a text reads: lower case, single spaces, no space before a mark or an apostrophe.
+    A tokenised corpus writes "i 'm not sure ." where a bland list writes "i'm not sure.";
+    both read the same, so neither is a degenerate variant of the other."""
+    out = " ".join(text.lower().split())
+    for mark in ".,!?;:'":
+        out = out.replace(" " + mark, mark)
+    return out
+
+
+def _spaced(text: str) -> str:
+    """The comparison training's bland draws were made with (whitespace and case only): kept
+    there because the shipped folders were trained on those draws and rebuild from them."""
+    return _norm(text).lower()
 
 
 def _rng(seed: int, family: str, item: int) -> np.random.Generator:
@@ -95,11 +113,11 @@ def _rng(seed: int, family: str, item: int) -> np.random.Generator:
 # --- one variant per family -----------------------------------------------------------------
 # Each returns the variant text, or None when the family cannot make one for this response.
 
-def _choice(options: Sequence[str], response: str, rng: np.random.Generator) -> str:
+def _choice(options: Sequence[str], response: str, rng: np.random.Generator, key=reading) -> str:
     """A seeded choice among `options` that do not read as the response itself (so "ok." is
-    never probed against "ok.")."""
-    own = _norm(response).lower()
-    left = [o for o in options if _norm(o).lower() != own]
+    never probed against "ok ."); `key` is what "reads as" compares."""
+    own = key(response)
+    left = [o for o in options if key(o) != own]
     return left[int(rng.integers(len(left)))]
 
 
@@ -127,9 +145,24 @@ def _loop(response: str) -> str | None:
     return " ".join((head * length)[:length])
 
 
+def word_starts(tokens: Sequence[str]) -> list[int]:
+    """Where each word begins among whitespace tokens: a token with a letter or digit, unless it
+    is a clitic a tokeniser split off its word ("i 'm", "do n't"). Marks are not words, so in a
+    tokenised corpus "thank you ." has two words, as "Thank you." has."""
+    return [i for i, t in enumerate(tokens) if any(ch.isalnum() for ch in t) and not _CLITIC.match(t)]
+
+
 def _truncate(response: str) -> str | None:
-    words = response.split()
-    return " ".join(words[:2]) if len(words) > 2 else None
+    """The response's first two words (with the marks between them, none after), or None when
+    it has no third word to cut."""
+    tokens = response.split()
+    starts = word_starts(tokens)
+    if len(starts) <= 2:
+        return None
+    kept = tokens[:starts[2]]
+    while not any(ch.isalnum() for ch in kept[-1]):
+        kept.pop()
+    return " ".join(kept)
 
 
 def _gibberish(response: str, rng: np.random.Generator) -> str | None:
@@ -200,26 +233,32 @@ def _other_items(samples: Sequence[Sample], seed: int) -> list[str | None]:
 
 
 def make_variants(samples: Iterable[Any], families: Iterable[str] | str | None = None,
-                  seed: int = 0) -> dict[str, list[str | None]]:
+                  seed: int = 0, *, as_trained: bool = False) -> dict[str, list[str | None]]:
     """The degenerate variants of each sample's response: family -> one entry per sample, the
     variant text or None where the family cannot make one (then the item is skipped for that
-    family). A variant that reads as the original (whitespace aside) is None too.
+    family). A variant that reads as the original (`reading`: case, spacing and a tokeniser's
+    space before a mark aside) is None too, and a bland or punctuation reply is drawn among
+    those that do not read as it.
 
     samples: `Sample`s or records (as `dialeval.score` takes them).
     families: names from `FAMILIES` (default: all), kept in `FAMILIES` order.
     seed: a non-negative integer; each family draws from its own per-item stream, so a family's
         variants do not depend on which other families are asked for.
+    as_trained: compare texts by whitespace alone, as the training negatives of the shipped
+        compositions were drawn before the probes compared readings (2026-11-28), so that
+        those folders rebuild byte for byte (`meta.probes.negative_samples` passes it).
     """
     samples = [s if hasattr(s, "response") else _record(s) for s in samples]
     families = check_families(families)
     seed = _check_seed(seed)
+    choose, same = (_spaced, _norm) if as_trained else (reading, reading)
     out: dict[str, list[str | None]] = {}
     for family in families:
         if family == "other_item":
             made = _other_items(samples, seed)
         else:
-            made = [_variant(family, s, seed, i) for i, s in enumerate(samples)]
-        out[family] = [v if v is not None and _norm(v) != _norm(s.response) else None
+            made = [_variant(family, s, seed, i, choose) for i, s in enumerate(samples)]
+        out[family] = [v if v is not None and same(v) != same(s.response) else None
                        for v, s in zip(made, samples)]
     return out
 
@@ -230,26 +269,18 @@ def make_variants(samples: Iterable[Any], families: Iterable[str] | str | None =
 TRAINABLE = tuple(f for f in FAMILIES if f != "other_item")
 
 
-def _bland_key(text: str) -> str:
-    """How two bland replies are compared: lower case, no space before punctuation."""
-    out = " ".join(text.lower().split())
-    for mark in ".,!?;:'":
-        out = out.replace(" " + mark, mark)
-    return out
-
-
 def bland_replies(responses: Iterable[str], top: int = 50, max_words: int = 4) -> list[str]:
     """The `top` most frequent short responses of a training corpus (ties in first-seen order),
     leaving out every reply that reads as one of the probes' `GENERIC` ones: a learned metric
     trained on "generic" negatives learns them from its own corpus, so that the probe's generic
     column is a test of what it learned and not of texts it saw."""
-    probe = {_bland_key(g) for g in GENERIC}
+    probe = {reading(g) for g in GENERIC}
     counts: dict[str, int] = {}
     first: dict[str, str] = {}
     for text in responses:
         if not text.strip() or len(text.split()) > max_words:
             continue
-        key = _bland_key(text)
+        key = reading(text)
         if key in probe:
             continue
         counts[key] = counts.get(key, 0) + 1
@@ -270,22 +301,23 @@ def training_variant(family: str, context: Sequence[str], response: str, seed: i
     if family == "generic":
         if not bland:
             raise DialevalError("generic training negatives need a corpus's bland replies (bland_replies)")
-        made = _choice(bland, response, _rng(seed, family, item))
+        made = _choice(bland, response, _rng(seed, family, item), key=_spaced)
     else:
-        made = _variant(family, sample, seed, item)
-    if made is None or _norm(made) == _norm(response) or _bland_key(made) == _bland_key(response):
+        made = _variant(family, sample, seed, item, _spaced)
+    if made is None or reading(made) == reading(response):
         return None
     return made
 
 
-def _variant(family: str, sample: Sample, seed: int, item: int) -> str | None:
+def _variant(family: str, sample: Sample, seed: int, item: int, key=reading) -> str | None:
+    """`key`: what a bland or punctuation reply must not read as (`_choice`)."""
     response = sample.response
     if family == "empty":
         return ""
     if family == "punct":
-        return _choice(PUNCTUATION, response, _rng(seed, family, item))
+        return _choice(PUNCTUATION, response, _rng(seed, family, item), key)
     if family == "generic":
-        return _choice(GENERIC, response, _rng(seed, family, item))
+        return _choice(GENERIC, response, _rng(seed, family, item), key)
     if family == "parrot":
         return _parrot(sample)
     if family == "shuffle":

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..data.sample import Sample
 from ..data.variants import (FAMILIES, FAMILY_HELP, GENERIC, PUNCTUATION,  # noqa: F401
-                             _check_seed, _norm, check_families, make_variants, transliterate)
+                             _check_seed, check_families, make_variants, reading, transliterate)
 from ..errors import DialevalError
 from ..version import __version__
 
@@ -74,8 +74,8 @@ def parse_top(top: Any) -> tuple[str, float] | None:
 
 
 def _is_reference_copy(sample: Sample) -> bool:
-    own = _norm(sample.response)
-    return any(_norm(r) == own for r in sample.references)
+    own = reading(sample.response)
+    return any(reading(r) == own for r in sample.references)
 
 
 def select_items(samples: Sequence[Sample], *, top: Any = None, limit: int | None = None,
@@ -325,7 +325,7 @@ def negative_samples(samples: Sequence[Sample], families: Iterable[str] | str = 
             k = max(1, math.ceil(fraction * int(rated.sum()) - 1e-9))
             threshold = np.sort(values[rated])[::-1][k - 1]
             items = [s for s, v, r in zip(items, values, rated) if r and v < threshold]
-    made = make_variants(items, families, seed)
+    made = make_variants(items, families, seed, as_trained=True)
     out = []
     for family, texts in made.items():
         out += [_probe_sample(s, i, text, system_name(family)) for i, (s, text) in enumerate(zip(items, texts))
