@@ -37,7 +37,7 @@ FAMILY_HELP = {
     "shuffle": "the response's whitespace tokens in another, seeded order",
     "other_item": "the response of another item with a different context (seeded derangement)",
     "loop": "the response's first two words repeated to its length (at least 8 words)",
-    "truncate": "the response's first two words",
+    "truncate": "the response's first two words (a mark, or a clitic split off its word, is no word)",
     "script": "the response transliterated letter by letter into Cyrillic",
     "gibberish": "as many made-up lower-case Latin letter strings as the response has words (at most 16)",
     "marks": "the response with every letter and digit taken out: its own punctuation marks alone",

@@ -14,7 +14,7 @@ The rules, chosen so that a share is a plain "how often does the metric get it r
 - an item whose original has no value (a reference metric on an item without references) is
   not applicable for that metric: counted apart (`nan`), outside the share;
 - an item for which a family cannot make a variant (parrot without context, truncation of a
-  response of two words or fewer, a variant equal to the original, ...) is skipped for that
+  response of two words or fewer, a variant that reads as the original, ...) is skipped for that
   family and counted (`skipped`);
 - "better" follows the metric class's `higher_is_better`.
 
