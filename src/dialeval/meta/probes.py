@@ -200,7 +200,9 @@ class ProbeResult:
         parts = [f"probes|families:{','.join(self.families)}", f"seed:{s['seed']}",
                  f"boot:{s['n_boot']}", f"top:{s['top'] or 'none'}", f"limit:{s['limit'] or 'none'}",
                  f"refcopies:{'kept' if s['keep_reference_copies'] else 'dropped'}",
-                 f"version:{__version__}"]
+                 # since 2026-11-28 a variant that *reads* as the original is skipped (before:
+                 # whitespace alone); the field tells the two instruments' outputs apart
+                 "same:reading", f"version:{__version__}"]
         return "|".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
