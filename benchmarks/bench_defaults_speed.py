@@ -47,6 +47,7 @@ def run_once(path: str, metric: str, models: str | None) -> tuple[float, float, 
 def main() -> None:
     from dialeval.data.datasets import load_dataset
     from dialeval.data.writers import write_jsonl
+    from dialeval.errors import DialevalError
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", default=os.environ.get("DATA", "../shared/data"))
@@ -55,8 +56,12 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=100)
     ap.add_argument("--runs", type=int, default=2)
     args = ap.parse_args()
-
-    samples = load_dataset("usr-tc", os.path.join(args.data_root, "usr")).samples[:args.rows]
+    if not os.path.isdir(args.baseline_models):
+        raise SystemExit(f"bench_defaults_speed: {args.baseline_models}: not a folder (an older models folder)")
+    try:
+        samples = load_dataset("usr-tc", os.path.join(args.data_root, "usr")).samples[:args.rows]
+    except DialevalError as exc:
+        raise SystemExit(f"bench_defaults_speed: {exc}")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "rows.jsonl")
         write_jsonl(path, (s.to_dict() for s in samples))

@@ -123,11 +123,10 @@ def main_quality(dev) -> str:
     return "overall" if "overall" in dev.human else sorted(dev.human)[0]
 
 
-def held_out_tables(preds: dict[str, dict[str, np.ndarray]], devs, pairs, n_boot: int):
-    """(rows, paired differences, markdown lines) of held-out predictions: per label and set the
-    Spearman with the set's main quality and its 95% bootstrap CI, the mean over sets, and for
-    each (a, b) in `pairs` the paired mean difference a - b (bootstrap over items)."""
-    from dialeval.meta.compose_eval import HeldOut, paired_mean_difference
+def held_out_rows(preds: dict[str, dict[str, np.ndarray]], devs, n_boot: int):
+    """(table, rows) of held-out predictions: table[label][set] holds the Spearman with the set's
+    main quality and its 95% bootstrap CI; rows are the `HeldOut`s that paired differences read."""
+    from dialeval.meta.compose_eval import HeldOut
     from dialeval.meta.correlation import correlate
 
     by_name = {d.name: d for d in devs}
@@ -140,6 +139,16 @@ def held_out_tables(preds: dict[str, dict[str, np.ndarray]], devs, pairs, n_boot
             c = correlate(pred, d.human[q], methods=["spearman"], n_boot=n_boot, seed=0)[0]
             table.setdefault(label, {})[name] = {"quality": q, "r": c.r, "lo": c.ci_low, "hi": c.ci_high, "n": c.n}
             held.append(HeldOut(name, q, label, c.r, c.n, False, np.asarray(pred, float), np.asarray(d.human[q], float)))
+    return table, held
+
+
+def held_out_tables(preds: dict[str, dict[str, np.ndarray]], devs, pairs, n_boot: int):
+    """(rows, paired differences, markdown lines) of held-out predictions: per label and set the
+    Spearman with the set's main quality and its 95% bootstrap CI, the mean over sets, and for
+    each (a, b) in `pairs` the paired mean difference a - b (bootstrap over items)."""
+    from dialeval.meta.compose_eval import paired_mean_difference
+
+    table, held = held_out_rows(preds, devs, n_boot)
     names = [d.name for d in devs]
     lines = ["| metric | " + " | ".join(names) + " | mean |", "|---|" + "---|" * (len(names) + 1)]
     for label, got in table.items():
