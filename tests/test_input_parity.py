@@ -195,7 +195,7 @@ def test_lookalike_names(name, kind):
 
 @pytest.mark.parametrize("name", ["id", "system", "response", "context", "references", "reference",
                                   "ref1", "ref12", "rating:overall", "dialogue_id", "turn", "speaker",
-                                  "model", "topic", "notes", "scores", "stats", "signatures", "meta"])
+                                  "topic", "notes", "scores", "stats", "signatures", "meta"])
 def test_accepted_and_plain_meta_names_are_not_lookalikes(name):
     assert lookalike(name) is None
 

@@ -66,6 +66,7 @@ def iter_text_blocks(path: str | os.PathLike) -> Iterator[list[str]]:
                 first = False
                 if block.startswith(b"\xef\xbb\xbf"):
                     block = block[3:]
+                _refuse_utf16(block, path)
             block = pending + block
             cut = block.rfind(b"\n")
             if cut < 0:
@@ -77,6 +78,21 @@ def iter_text_blocks(path: str | os.PathLike) -> Iterator[list[str]]:
             yield lines
         if pending:
             yield _decode_lines(pending, path, number)
+
+
+def _refuse_utf16(head: bytes, path: str) -> None:
+    """A UTF-16 file (what Excel's "Unicode text" and PowerShell write) named as such: read as
+    UTF-8 it is a bad first byte, or, without a byte-order mark, NUL bytes between ASCII letters
+    that leave a header with no column the reader knows."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        why = "it starts with a UTF-16 byte-order mark"
+    else:
+        sample = head[:4096]
+        if not sample or sample.count(0) * 4 < len(sample):   # ASCII text in UTF-16: every other byte
+            return
+        why = f"{sample.count(0)} of its first {len(sample)} bytes are NUL"
+    raise InputError(f"looks like UTF-16 ({why}); dialeval reads UTF-8: save the file as UTF-8 "
+                     "(e.g. `iconv -f UTF-16 -t UTF-8 FILE > FILE8`)", path=path, line=1)
 
 
 def _decode_lines(raw: bytes, path: str, before: int) -> list[str]:
@@ -353,8 +369,8 @@ def row_to_sample(row: Any, *, index: int, path: str | None = None, line: int | 
                                  line=line, field="meta")
             meta = {**value, **meta}
     if response is _ABSENT or response is None:
-        raise InputError("missing (every sample needs a response)", path=path, line=line,
-                         field="response")
+        raise InputError(f"missing (every sample needs a response){_spelt_otherwise('response', row)}",
+                         path=path, line=line, field="response")
     if _is_nan(response):
         response = ""
     if not isinstance(response, str):
@@ -365,9 +381,20 @@ def row_to_sample(row: Any, *, index: int, path: str | None = None, line: int | 
     for key, value in other.items():   # unknown fields are kept, not dropped
         meta.setdefault(key, value)
     if other and lookalikes is not None:
-        lookalikes.check(other, line)
+        lookalikes.check(other, line, has_system=system is not None)
     return Sample(id=str(index) if sid is None else sid, response=response, context=context,
                   references=references, system=system, ratings=ratings, meta=meta)
+
+
+def _spelt_otherwise(field: str, names: Iterable[Any]) -> str:
+    """"; found 'Response' ..." when `names` hold `field` in another case or with spaces inside
+    (field names are exact), else ""."""
+    squashed = field.replace("_", "")
+    for name in names:
+        if isinstance(name, str) and name != field and \
+                re.sub(r"[\s_-]", "", name).lower() == squashed:
+            return f"; found {name!r}: field names are exact and lower case, rename it {field!r}"
+    return ""
 
 
 def record_to_sample(record: Any, *, index: int, path: str | None = None,
@@ -433,6 +460,9 @@ _ACCEPTED = {
     "ratings": "ratings are read from `rating:<quality>` columns (e.g. rating:overall; several "
                "annotators ;-separated) or a `ratings` object {quality: [scores]}",
     "context": "the context is read from `context` (a list of turns, or turns joined by ' ||| ')",
+    "system": "the system is read from `system` (lower case); without it every row belongs to one "
+              "system, 'all', whose corpus values (BLEU's sums, CIDEr's document frequencies) pool "
+              "every system's rows",
 }
 _REF_WORDS = frozenset({"gold", "golden", "target", "targets", "truth", "groundtruth", "gt",
                         "expected", "ideal"})
@@ -440,13 +470,18 @@ _REF_NAMES = frozenset({"humanresponse", "humanreply", "trueresponse", "original
 _RATING_WORDS = ("rating", "score", "human", "judg", "annot", "likert", "overall")
 _CONTEXT_WORDS = frozenset({"ctx", "context", "contexts", "history", "histories", "hist", "prompt",
                             "prompts", "query", "queries", "prev", "previous", "conversation"})
+# A system column under another name pools every system into one set, silently (and, with
+# ids, ends in a duplicate-id error): a name made only of these words is taken for one.
+_SYSTEM_WORDS = frozenset({"system", "systems", "sys", "model", "models", "bot", "bots", "chatbot",
+                           "agent", "agents"})
+_SYSTEM_QUALIFIERS = frozenset({"name", "names", "id", "ids", "tag", "label"})
 _WARNED_FIELDS: set[tuple[str, str]] = set()
 
 
 def lookalike(name: Any, *, table: bool = False) -> str | None:
-    """"references", "ratings" or "context" when field `name` is not read as such but looks as
-    if it was meant to be; else None (`table`: a CSV/TSV column, where `ratings` and `meta`
-    cannot be spelled)."""
+    """"references", "ratings", "context" or "system" when field `name` is not read as such but
+    looks as if it was meant to be; else None (`table`: a CSV/TSV column, where `ratings` and
+    `meta` cannot be spelled)."""
     if not isinstance(name, str):
         return None
     if (name in (_TABLE_FIELDS if table else _FIELDS) or name in _OUTPUT_FIELDS
@@ -462,7 +497,18 @@ def lookalike(name: Any, *, table: bool = False) -> str | None:
         return "ratings"
     if any(w in _CONTEXT_WORDS for w in words) or squashed in ("dialogue", "dialog"):
         return "context"
+    if any(w in _SYSTEM_WORDS for w in words) and all(w in _SYSTEM_WORDS or w in _SYSTEM_QUALIFIERS
+                                                      for w in words):
+        return "system"
     return None
+
+
+def system_lookalike(sample: Sample) -> str | None:
+    """The field of `sample`'s meta that looks like its system, when it has no system: what a
+    duplicate-id error should point at (two systems' rows with the same ids)."""
+    if sample.system is not None:
+        return None
+    return next((k for k in sample.meta if lookalike(k) == "system"), None)
 
 
 class Lookalikes:
@@ -475,12 +521,20 @@ class Lookalikes:
         self.seen: set = set()
         self.per_process = per_process
 
-    def check(self, names: Iterable[Any], line: int | None) -> None:
+    def check(self, names: Iterable[Any], line: int | None, *, has_system: bool | None = None) -> None:
+        """`names`: the fields kept in meta (or a whole header); `has_system`: whether the row
+        has a `system` (None: read it from `names`). A system look-alike beside a real `system`
+        (a `model` column naming each system's backbone) is data, not a misspelling."""
+        names = list(names)
+        if has_system is None:
+            has_system = "system" in names
         for name in names:
             if name in self.seen:
                 continue
-            self.seen.add(name)
             kind = lookalike(name, table=self.table)
+            if kind == "system" and has_system:
+                continue   # not `seen`: a later row without a system is still checked
+            self.seen.add(name)
             if kind is None:
                 continue
             if self.per_process:
@@ -493,7 +547,8 @@ class Lookalikes:
 
             where = f"{self.path}:{line}" if line is not None and self.noun == "key" else self.path
             warnings.warn(DialevalWarning(
-                f"{where}: {self.noun} {name!r} looks like {kind} but is not read as such (it is "
+                f"{where}: {self.noun} {name!r} looks like {'the system' if kind == 'system' else kind} "
+                f"but is not read as such (it is "
                 f"kept in meta); {_ACCEPTED[kind]}"), stacklevel=2)
 
 
@@ -667,7 +722,8 @@ def _located_table(path: str | os.PathLike, delimiter: str | None = None) -> Ite
         raise InputError(f"malformed header: {exc}", path=path, line=1) from None
     header = [h.strip() for h in header]
     if "response" not in header:
-        raise InputError("no 'response' column in the header", path=path, line=1, field="response")
+        raise InputError(f"no 'response' column in the header{_spelt_otherwise('response', header)}",
+                         path=path, line=1, field="response")
     Lookalikes(path, "column", table=True).check(header, None)
     count = 0
     try:
@@ -820,6 +876,12 @@ def unique_ids(located: Iterable[tuple[int | None, Sample]], path: str, block: i
             sample = pending[bad]
             where = lines[bad]
             system = f" for system {sample.system!r}" if sample.system is not None else ""
+            column = system_lookalike(sample)
+            if column is not None:   # two systems' rows under a misnamed system column
+                raise InputError(f"duplicate id {sample.id!r} (ids must be unique within a system, and "
+                                 f"no row has a `system`: field {column!r} looks like it; name it "
+                                 "`system` to score each system on its own)",
+                                 path=path, line=where, field="id")
             raise InputError(f"duplicate id {sample.id!r}{system} (ids must be unique within a "
                              "system; give each sample its own id, or leave ids out)",
                              path=path, line=where, field="id")
