@@ -13,7 +13,8 @@ from dialeval.models.commands import Argument, Options, TrainCommand
 def _corpus_arguments(p) -> None:
     p.add_argument("--corpus", action="append", default=[],
                    help="training corpus: DailyDialog dialogues_*.txt or its .zip, JSONL dialogues, "
-                        "or plain text, one sentence per line (repeatable)")
+                        "plain text, one sentence per line, or NAME:FILE for a public corpus read by name "
+                        "(`dialeval datasets --sources`); repeatable")
     p.add_argument("--corpus-format", choices=["dailydialog", "jsonl", "text"],
                    help="corpus format (default: guessed per file)")
 
@@ -27,14 +28,14 @@ def _model_flags(p, names=None) -> None:
 
 
 def read_sentences(paths: list[str], fmt: str | None) -> list[str]:
-    from dialeval.data.corpus import read_corpus, sentences
+    from dialeval.data.corpus import read_corpus_spec, sentences
     from dialeval.errors import DialevalError
 
     if not paths:
         raise DialevalError("give at least one --corpus FILE")
     out: list[str] = []
     for path in paths:
-        out.extend(sentences(read_corpus(path, fmt)))
+        out.extend(sentences(read_corpus_spec(path, fmt)))
     return out
 
 

@@ -14,7 +14,8 @@ TRAIN_COMMANDS = [TrainCommand(
                  help="encoder-input: the sentence encoder's input word embeddings (the default's method); "
                       "distill: each word encoded alone by the sentence encoder; "
                       "word2vec: gensim skip-gram on --corpus (the method when only --corpus is given)"),
-        Argument("--corpus", help="dialogue corpus (DailyDialog .txt/.zip, JSONL or text); "
+        Argument("--corpus", help="dialogue corpus (DailyDialog .txt/.zip, JSONL, text, or NAME:FILE for a "
+                                  "public corpus read by name); "
                                   "required for word2vec, adds words for distill"),
         Argument("-o", "--output", help="artifact folder to write"),
         Argument("--default", action="store_true",

@@ -21,8 +21,8 @@ TRAIN_COMMANDS = [
         estimator="dialeval.metrics.learned.adem.hred:DialogueEncoder", run="dialeval.cli.learned:cmd_train_encoder",
         arguments=(
             Argument("--corpus", action="append", required=True,
-                     help="DailyDialog file/zip, JSONL dialogues, plain text, or topical-chat:FILE.json "
-                          "(repeatable)"),
+                     help="DailyDialog file/zip, JSONL dialogues, plain text, or NAME:FILE for a public "
+                          "corpus read by name (`dialeval datasets --sources`); repeatable"),
             Argument("-o", "--output", required=True, help="encoder folder to write"),
             Argument("--eval-corpus", help="report next-utterance perplexity on this corpus after training"),
             Argument("--eval-limit", type=int, help="only the first N dialogues of --eval-corpus"),

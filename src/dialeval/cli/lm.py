@@ -12,7 +12,9 @@ LORA = "LoRA fine-tuning of a pretrained causal LM (docs/lm-lora.md)"
 TRAIN_COMMANDS = [TrainCommand(
     "lm", "train a small GPT-2-style LM (or fine-tune one with --init)",
     estimator="dialeval.metrics.lm.train:LMTrainer", run="dialeval.cli.lm:cmd_train_lm", arguments=(
-        Argument("--corpus", required=True, help="DailyDialog file/zip, JSONL dialogues or plain text"),
+        Argument("--corpus", required=True, action="append",
+                 help="DailyDialog file/zip, JSONL dialogues, plain text, or NAME:FILE for a public corpus "
+                      "read by name (`dialeval datasets --sources`); repeatable (read as one corpus)"),
         Argument("--corpus-format", choices=["dailydialog", "jsonl", "text"], help="default: guessed"),
         Argument("-o", "--output", required=True, help="model folder to write"),
         Argument("--init", help="fine-tune this causal-LM checkpoint folder instead of training from scratch"),
@@ -33,6 +35,11 @@ TRAIN_COMMANDS = [TrainCommand(
     ))]
 
 
+def _corpus(args):
+    """One spec as given (the record names it as before), several as a list."""
+    return args.corpus[0] if len(args.corpus) == 1 else list(args.corpus)
+
+
 def cmd_train_lm(args) -> int:
     import sys
 
@@ -42,17 +49,17 @@ def cmd_train_lm(args) -> int:
     if args.lora:
         return cmd_train_lora(args)
     trainer = LMTrainer(**estimator_kwargs(args, args._estimator_flags))
-    trainer.fit(args.corpus, init=args.init, corpus_format=args.corpus_format,
+    trainer.fit(_corpus(args), init=args.init, corpus_format=args.corpus_format,
                 reference_corpus=args.reference_corpus, log=lambda m: print(m, file=sys.stderr))
     trainer.save(args.output)
     info = trainer.info_
     if args.eval_corpus:
-        from dialeval.data.corpus import pairs, read_corpus
+        from dialeval.data.corpus import pairs, read_corpus_spec
         from dialeval.metrics.lm.checkpoint import load_lm
         from dialeval.metrics.lm.logprob import perplexity
 
         lm = load_lm(args.output, trainer.device)
-        info["eval_perplexity"] = perplexity(lm, pairs(read_corpus(args.eval_corpus)))
+        info["eval_perplexity"] = perplexity(lm, pairs(read_corpus_spec(args.eval_corpus)))
         info["eval_corpus"] = args.eval_corpus
     from dialeval.data.writers import json_value
 
@@ -71,7 +78,7 @@ def cmd_train_lora(args) -> int:
 
     log = lambda m: print(m, file=sys.stderr)  # noqa: E731
     trainer = LoraTrainer(**option_set_kwargs(args, "lora"))
-    trainer.fit(args.corpus, args.lora, reference_corpus=args.reference_corpus, log=log)
+    trainer.fit(_corpus(args), args.lora, reference_corpus=args.reference_corpus, log=log)
     trainer.save(args.output)
     info = trainer.info_
     log(f"train lm --lora: wrote {args.output} ({info['wall_seconds']:.0f} s wall, {info['cpu_seconds']:.0f} s CPU)")

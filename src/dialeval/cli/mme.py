@@ -32,9 +32,10 @@ TRAIN_COMMANDS = [TrainCommand(
     "mme", "train the MME-CRS sub-metrics (FM, RM, TCM, EM, SM) into one folder",
     estimator="dialeval.metrics.mme.model:MMETrainer", run="dialeval.cli.mme:cmd_train", arguments=(
         Argument("--corpus", required=True, action="append",
-                 help="DailyDialog train (train.zip or dialogues_train.txt), or topical-chat:FILE.json for "
-                      "Topical-Chat's valid files; repeatable (the corpora are read as one); test files, and "
-                      "DailyDialog's valid, are refused"),
+                 help="DailyDialog train (train.zip or dialogues_train.txt), or NAME:FILE for a public corpus "
+                      "read by name (topical-chat:, byu-chitchat:, cmu-dog:, dailydialog-pp:, convai2-wild:, "
+                      "synthetic-persona-chat:; `dialeval datasets --sources`); repeatable (the corpora are read "
+                      "as one); test files, files that are not train-safe, and DailyDialog's valid are refused"),
         Argument("--engagement", help="the predictive-engagement data folder (needed for em)"),
         Argument("-o", "--output", required=True,
                  help="model folder to write (other sub-metrics in it are kept)"),

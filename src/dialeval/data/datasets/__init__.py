@@ -109,6 +109,10 @@ _SPECS = [
                 "Ghazarian et al. engagement: 600 responses, ~3 raters"),
     DatasetSpec("dstc9", "dstc9:load", "dstc9-interactive-flowscore",
                 "DSTC9 interactive: 2,200 dialogues, 11 systems, ~3 raters, 11 qualities"),
+    DatasetSpec("convai2-wild", "convai2:load", "convai2-wild-eval",
+                "ConvAI2 wild evaluation: human-bot dialogues, the human's 1-5 score of each"),
+    DatasetSpec("dailydialog-pp", "dailydialog_pp:load", "dailydialog-plusplus",
+                "DailyDialog++ test: 5 positive, 5 adversarial, 5 random replies per context (1/0)"),
 ]
 ENTRY_POINT_GROUP = "dialeval.datasets"
 

@@ -1,6 +1,7 @@
-"""Training corpora without human ratings: no `Dataset` loader (`dialeval.data.corpus` reads
-them), but their source, terms and layout are declared here like each loader's, so that
-`dialeval datasets --sources` names every folder a recipe reads."""
+"""Training corpora: no `Dataset` loader (`dialeval.data.corpus` reads them), but their source,
+terms and layout are declared like each loader's, so that `dialeval datasets --sources` names
+every folder a recipe reads. The corpora read by name declare theirs on their readers
+(`dialeval.data.corpus.named`); `sources()` gathers both."""
 
 from __future__ import annotations
 
@@ -18,14 +19,6 @@ SOURCES = (
         note=("the default models train on train.zip only: GRADE, Gupta, holistic and Predictive Engagement "
               "draw their contexts from the test split")),
     Source(
-        folder="topical-chat",
-        title="Topical-Chat (Gopalakrishnan et al., Interspeech 2019)",
-        origin="github.com/alexa/Topical-Chat (commit 7c93922), folder conversations/",
-        licence="CDLA-Sharing-1.0 (Amazon)",
-        layout=("conversations/valid_freq.json", "conversations/valid_rare.json"),
-        note=("the default `mme_cross` trains on the two valid files beside DailyDialog train (also a corpus for "
-              "`train mme` and `train dialogue-encoder`); USR-TC's contexts are from test_freq.json, never read")),
-    Source(
         folder="ud-english-ewt",
         title="Universal Dependencies English Web Treebank (UD_English-EWT)",
         origin="github.com/UniversalDependencies/UD_English-EWT (commit 15d613d): en_ewt-ud-*.conllu",
@@ -33,3 +26,15 @@ SOURCES = (
         layout=("en_ewt-ud-train.conllu", "en_ewt-ud-dev.conllu"),
         note="trains the part-of-speech tagger of `dialeval augment --method wordnet --treebank`"),
 )
+
+
+def sources() -> list[Source]:
+    """The corpora's sources: DailyDialog (a file in dialeval's own format), those read by name,
+    then the treebank."""
+    import dataclasses
+
+    from ..corpus import corpus_readers
+
+    named = [dataclasses.replace(r.source, note=f"train with `--corpus {r.name}:FILE`; {r.source.note}")
+             for r in corpus_readers().values()]
+    return [SOURCES[0], *named, *SOURCES[1:]]

@@ -13,14 +13,14 @@ def all_sources() -> list[tuple[Source, list[str]]]:
     """(source, loader names reading it) per folder: the rated sets in registry order, then the
     training corpora."""
     from . import _SPECS
-    from .corpora import SOURCES
+    from .corpora import sources
 
     found: dict[str, tuple[Source, list[str]]] = {}
     for spec in _SPECS:
         module = importlib.import_module(f"{__package__}.{spec.target.split(':')[0]}")
         source: Source = module.SOURCE
         found.setdefault(source.folder, (source, []))[1].append(spec.name)
-    for source in SOURCES:
+    for source in sources():
         found.setdefault(source.folder, (source, []))
     return list(found.values())
 

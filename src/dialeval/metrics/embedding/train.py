@@ -31,9 +31,9 @@ METHODS = ("encoder-input", "distill", "word2vec")
 
 
 def corpus_sentences(path: str, lower: bool) -> list[list[str]]:
-    from ...data.corpus import read_corpus
+    from ...data.corpus import read_corpus_spec
 
-    utterances = [u for dialogue in read_corpus(path) for u in dialogue]
+    utterances = [u for dialogue in read_corpus_spec(path) for u in dialogue]
     tokens = tokenize_texts("nltk-word", utterances)
     if lower:
         tokens = [[t.lower() for t in sent] for sent in tokens]

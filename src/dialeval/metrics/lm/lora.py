@@ -33,6 +33,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
+from ...data.corpus import specs_name
 from ...errors import DialevalError
 from ...models import store
 from ...models.estimator import Estimator
@@ -190,7 +191,7 @@ class LoraTrainer(Estimator):
         import torch
         from peft import LoraConfig, get_peft_model
 
-        from ...data.corpus import pairs as corpus_pairs, read_corpus
+        from ...data.corpus import pairs as corpus_pairs, read_corpus, read_specs
         from ...models.training import train_causal_lm
         from .loaded import LoadedLM, offline
         from .logprob import layout as frame_layout
@@ -209,7 +210,7 @@ class LoraTrainer(Estimator):
         np.random.seed(self.seed)
         torch.manual_seed(self.seed)
         base_path = resolve_base(base)
-        all_pairs = corpus_pairs(read_corpus(corpus))
+        all_pairs = corpus_pairs(read_specs(corpus))
         rng = random.Random(self.seed)
         order = list(range(len(all_pairs)))
         rng.shuffle(order)
@@ -294,7 +295,7 @@ class LoraTrainer(Estimator):
             "train_pairs": len(sequences), "train_tokens_seen": tokens_seen, "trainable_parameters": n_params,
             "final_loss": float(np.mean(losses[-50:])) if losses else math.nan,
             "train_seconds": round(train_seconds, 1), "torch_threads": torch.get_num_threads(),
-            "corpus": os.path.basename(corpus), **(self.extra or {}),
+            "corpus": specs_name(corpus), **(self.extra or {}),
         }
         if unlikely is not None:
             info.update(negatives=self.negatives, negative_share=self.negative_share,

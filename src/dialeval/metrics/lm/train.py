@@ -30,6 +30,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ...data.corpus import specs_name
 from ...errors import DialevalError
 from ...models import store
 from ...models.estimator import Estimator
@@ -212,7 +213,7 @@ class LMTrainer(Estimator):
         log("train lm: loading torch")
         import torch
 
-        from ...data.corpus import pairs as corpus_pairs, read_corpus
+        from ...data.corpus import pairs as corpus_pairs, read_corpus, read_specs
 
         from ...backbones.runtime import check_device
 
@@ -224,7 +225,7 @@ class LMTrainer(Estimator):
             threads = cfg.threads if cfg.threads else default_threads()
             torch.set_num_threads(max(1, threads))
             log(f"train lm: {threads} CPU thread(s)" + ("" if cfg.threads else " (the idle cores; --threads N to choose)"))
-        all_pairs = corpus_pairs(read_corpus(corpus, corpus_format))
+        all_pairs = corpus_pairs(read_specs(corpus, corpus_format))
         if not all_pairs:
             raise DialevalError(f"{corpus}: no query-response pairs (every dialogue has one utterance)")
         if reference_corpus:
@@ -391,7 +392,7 @@ def _train(cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus,
         raise DialevalError(f"the {len(ref_pairs)} reference pairs have no response tokens: no "
                             "normalisation bounds; give --reference-corpus FILE")
     info = {
-        "kind": KIND, "corpus": os.path.basename(corpus), "init": arch.get("init"),
+        "kind": KIND, "corpus": specs_name(corpus), "init": arch.get("init"),
         "architecture": arch, "parameters": n_params, "train_pairs": len(train_pairs),
         "reference_pairs": len(ref_pairs), "reference_source": os.path.basename(reference_corpus)
         if reference_corpus else "held-out share of the training corpus",

@@ -114,18 +114,18 @@ class Pair:
 def read_dialogues(spec: str) -> list[list[str]]:
     """Training dialogues from one corpus spec (`dialeval.data.corpus.read_corpus_spec`).
 
-    Refused: a file whose name says test, and one whose name says valid unless it is Topical-
-    Chat's. Why: the rated sets draw their contexts from DailyDialog's validation and test
-    splits and from Topical-Chat's test files (USR-TC: test_freq.json); no rated set here uses
-    Topical-Chat's valid files, which are the closest that public corpus has to a train split."""
+    A corpus read by name refuses its own files that may not be trained on (a test split, a
+    file that is not train-safe). A plain file whose name says test is refused, and one whose
+    name says valid: the rated sets draw their contexts from DailyDialog's validation and test
+    splits."""
     import os
 
     from ...data.corpus import read_corpus_spec, split_spec
     from ...errors import DialevalError
 
-    topical, path = split_spec(spec)
+    named, path = split_spec(spec)
     base = os.path.basename(path).lower()
-    if "test" in base or ("valid" in base and not topical):
+    if not named and ("test" in base or "valid" in base):
         raise DialevalError(f"{spec}: MME trains on DailyDialog train and Topical-Chat valid only (the rated "
                             "sets draw their contexts from DailyDialog's valid/test and Topical-Chat's test)")
     return read_corpus_spec(spec)

@@ -1,4 +1,4 @@
-"""Training corpora for the trainable metrics (AM-FM, language models, word vectors).
+"""Corpus files in dialeval's own three formats, for corpora that have no reader by name.
 
 A corpus is a list of dialogues, each a list of utterances. Three formats, chosen by `fmt` or
 guessed from the file:
@@ -8,8 +8,8 @@ guessed from the file:
 - `jsonl`: one dialogue per line, `{"turns": [...]}` (or `{"dialogue": [...]}`, or a bare list);
 - `text`: one utterance per line, a blank line between dialogues.
 
-A corpus *spec* (`read_corpus_spec`, what the training commands' `--corpus` takes) is a path in
-one of those formats, or `topical-chat:FILE.json` for Topical-Chat's own conversations JSON.
+The public corpora with layouts of their own (Topical-Chat, BYU Chit-Chat, ...) are read by name
+through `dialeval.data.corpus.named`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import os
 import zipfile
 from typing import Iterable
 
-from ..errors import InputError
-from .readers import read_text_lines
+from ...errors import InputError
+from ..readers import read_text_lines
 
 CORPUS_FORMATS = ("dailydialog", "jsonl", "text")
 
@@ -103,67 +103,6 @@ def read_corpus(path: str | os.PathLike, fmt: str | None = None) -> list[list[st
     if not dialogues:
         raise InputError("empty corpus: no dialogues", path=path)
     return dialogues
-
-
-def read_topical_chat(path: str) -> list[list[str]]:
-    """Topical-Chat's conversations JSON, {id: {"content": [{"message": ...}, ...]}}: each
-    conversation's non-blank messages, in order."""
-    if not os.path.exists(path):
-        raise InputError("no such file", path=path)
-    with open(path, "rb") as handle:
-        raw = handle.read()
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not valid UTF-8 at byte {exc.start}", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno) from None
-    if not isinstance(data, dict):
-        raise InputError("not a Topical-Chat conversations file: expected an object of conversations", path=path)
-    dialogues = []
-    for key, conv in data.items():
-        content = conv.get("content") if isinstance(conv, dict) else None
-        if not isinstance(content, list):
-            raise InputError("expected a list of messages", path=path, field=f"{key}.content")
-        turns = []
-        for i, m in enumerate(content):
-            message = m.get("message") if isinstance(m, dict) else None
-            if not isinstance(message, str):
-                raise InputError("expected a string", path=path, field=f"{key}.content[{i}].message")
-            if message.strip():
-                turns.append(message.strip())
-        if turns:
-            dialogues.append(turns)
-    if not dialogues:
-        raise InputError("empty corpus: no dialogues", path=path)
-    return dialogues
-
-
-TOPICAL_CHAT = "topical-chat:"
-
-
-def split_spec(spec: str) -> tuple[str, str]:
-    """(prefix, file) of a corpus spec: `topical-chat:` or "" before the file's path."""
-    prefix = TOPICAL_CHAT if spec.startswith(TOPICAL_CHAT) else ""
-    return prefix, spec[len(prefix):]
-
-
-def spec_name(spec: str) -> str:
-    """The spec with its file's base name (`topical-chat:valid_freq.json`), for records."""
-    prefix, path = split_spec(spec)
-    return prefix + os.path.basename(os.path.normpath(path))
-
-
-def spec_abspath(spec: str) -> str:
-    """The spec with its file's absolute path."""
-    prefix, path = split_spec(spec)
-    return prefix + os.path.abspath(path)
-
-
-def read_corpus_spec(spec: str) -> list[list[str]]:
-    """`topical-chat:FILE.json`, or any file `read_corpus` reads."""
-    prefix, path = split_spec(spec)
-    return read_topical_chat(path) if prefix else read_corpus(path)
 
 
 def sentences(dialogues: Iterable[list[str]]) -> list[str]:
