@@ -248,8 +248,27 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
-        """argparse's refusals as one line too (not the usage block), exit status 2."""
-        self.exit(2, f"dialeval: error: {message} (see `{self.prog} --help`)\n")
+        """argparse's refusals as one line too (not the usage block), exit status 2; a misspelt
+        command or choice names the closest valid one, as a misspelt option does."""
+        self.exit(2, f"dialeval: error: {_with_hint(message)} (see `{self.prog} --help`)\n")
+
+
+def _with_hint(message: str) -> str:
+    """argparse's "argument X: invalid choice: 'v' (choose from 'a', 'b')" with "did you mean"
+    (a command: "unknown command 'v'; did you mean 'score'?", the list kept for the rest)."""
+    import re
+
+    from dialeval.options import closest_hint
+
+    found = re.match(r"argument (.+?): invalid choice: '(.*)' \(choose from (.*)\)$", message)
+    if found is None:
+        return message
+    where, value, listed = found.groups()
+    choices = re.findall(r"'([^']*)'", listed) or [c.strip() for c in listed.split(",")]
+    hint = closest_hint(value, choices)
+    if where == "command":
+        return f"unknown command {value!r}{hint or '; the commands: ' + ', '.join(choices)}"
+    return f"argument {where}: invalid choice: {value!r}{hint} (choose from {listed})"
 
 
 def build_parser(only_score: bool = False, metric_flags: bool = True) -> argparse.ArgumentParser:

@@ -14,6 +14,21 @@ from dialeval.errors import DialevalError
 
 # options with a dedicated, hand-written flag on every scoring command
 SHARED = ("refs_mode", "tokenizer")
+# integer options that count something a run cannot do with none of (texts per batch, tokens
+# per batch, workers): 0 or a negative number is refused by the flag, the same for every
+# metric, instead of each constructor checking (or not: a batch of 0 texts never ends)
+COUNT_SUFFIXES = ("_batch_size", "_token_budget", "_workers", "_concurrency")
+
+
+def at_least_one(text: str) -> int:
+    """A count flag's value: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def add_metric_flags(parser: argparse.ArgumentParser) -> list[str]:
@@ -41,7 +56,8 @@ def add_metric_flags(parser: argparse.ArgumentParser) -> list[str]:
             if opt.type is bool:
                 kwargs["action"] = argparse.BooleanOptionalAction
             else:
-                kwargs["type"] = opt.type
+                kwargs["type"] = at_least_one if opt.type is int and name.endswith(COUNT_SUFFIXES) \
+                    else opt.type
                 kwargs["metavar"] = name.split("_")[-1].upper() if opt.choices is None else None
                 if opt.choices is not None:
                     kwargs["choices"] = list(opt.choices)

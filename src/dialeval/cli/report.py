@@ -176,8 +176,12 @@ def cmd_report(args) -> int:
         from dialeval.report.probes import read_probes
 
         probes = read_probes(args.probes)
+    from dialeval.report.analysis import check_qualities
+
+    system_human = _system_human_file(args.system_human)
+    check_qualities(rows, _names(args.human), system_human)   # a typo is refused, as compare refuses it
     write_html_report(args.output, rows, inputs=_inputs([args.scores, args.probes]),
-                      qualities=_names(args.human), system_human=_system_human_file(args.system_human),
+                      qualities=_names(args.human), system_human=system_human,
                       title=args.title or f"dialeval report: {os.path.basename(args.scores)}",
                       baseline=args.baseline, metrics=_names(args.metrics),
                       test="ar" if args.paired_ar else "bs", n_resamples=args.n_resamples,

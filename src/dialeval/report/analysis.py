@@ -144,6 +144,27 @@ def analyse(rows: Sequence[dict], settings: ReportSettings | None = None, *, com
         heatmap=heatmap, agreement=_agreement(rows, item_qualities, s.corr_seed), settings=s)
 
 
+def check_qualities(rows: Sequence[dict], asked: Sequence[str] | None,
+                    system_human: dict[str, dict[str, float]] | None = None) -> None:
+    """A quality asked for by name (`report --human Overall`) that no row rates, nor the
+    published system means, is a typo: refused as `compare` and `correlate` refuse it, naming
+    the closest rated one, instead of a report silently without it (`analyse` itself leaves
+    out qualities without ratings: `evaluate` hands it every quality of a set)."""
+    from ..errors import DialevalError
+    from ..meta.systems import human_value
+    from ..options import closest_hint
+
+    published = {q for means in (system_human or {}).values() for q in means}
+    missing = [q for q in asked or () if q not in published
+               and not any(math.isfinite(human_value(r, q)) for r in rows)]
+    if not missing:
+        return
+    present = list(dict.fromkeys(q for r in rows for q in (r.get("ratings") or {})))
+    q = missing[0]
+    raise DialevalError(f"no row has ratings for {q!r}{closest_hint(q, present)} (rated qualities: "
+                        f"{', '.join(present) or 'none'})")
+
+
 def _system_rows(systems, metric_names, human_names, score_of, baseline) -> list[dict]:
     """The systems table: each measure's score, CI and paired test against the baseline."""
     from ..meta.systems import significance_mark
@@ -333,5 +354,5 @@ def _agreement(rows, qualities, seed) -> list[dict]:
     return out
 
 
-__all__ = ["ReportSettings", "ReportAnalysis", "Scatter", "analyse", "default_qualities",
+__all__ = ["ReportSettings", "ReportAnalysis", "Scatter", "analyse", "check_qualities", "default_qualities",
            "CORR_METHODS", "WILLIAMS_METHODS"]
