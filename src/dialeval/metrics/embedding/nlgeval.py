@@ -11,16 +11,21 @@ all of its references' tokens in one product. Arithmetic stays in float32, as nl
 A sentence with no tokens has no direction: its pairs score NaN (nlg-eval refuses such input),
 and a sample's score is the best over the references that could be scored.
 
-Two rules differ from nlg-eval by default, because nlg-eval's give silently wrong numbers
+Three rules differ from nlg-eval by default, because nlg-eval's give silently wrong numbers
 (`embedding_rules="nlgeval"` restores nlg-eval's exactly; the parity tests use it):
 
 - case (`vector_case="auto"`): tokens are lowercased when the vocabulary holds no uppercase
   entry (GloVe 6B, the default vectors), kept otherwise; nlg-eval keeps case, so "The" is an
   unknown word for lowercase vectors. The signature records the rule and what it resolved to.
-- a side (hypothesis or reference) with no known word: nlg-eval gives it the mean vector, so
-  two texts of unknown words (Arabic, Chinese) score 1.0; here the pair scores NaN and a
-  warning counts such samples. Unknown words inside a partly known text still get the mean
-  vector, as in nlg-eval.
+- symbols (`vector_symbols="auto"`, names under these rules): an emoji or other symbol the
+  vectors lack is read as the mean vector of the words of its Unicode name (symbols.py), so a
+  reply of emoji alone has known words; nlg-eval gives every one the mean vector.
+- a side (hypothesis or reference) with no known word even so (another script, made-up words):
+  nlg-eval gives it the mean vector, so two texts of unknown words (Arabic, Chinese) score 1.0.
+  Here such a response scores the floor (-1: it failed to say anything the vectors read, as a
+  blank one has), and such a reference leaves its pair unscored (NaN), a warning counting the
+  samples left without a score. Unknown words inside a partly known text still get the mean
+  vector, as in nlg-eval. docs/robustness.md (unreadable replies) gives the evidence.
 
 Every batch reports its out-of-vocabulary rate (a `DialevalWarning`, printed once per set by
 the first embedding metric that encodes it).
@@ -39,7 +44,10 @@ from ..base import Batch, Metric
 from .tokens import NLTK_WORD, nltk_word_tokenize, tokenize_texts  # noqa: F401  (re-exported)
 
 VECTOR_CASES = ("auto", "keep", "lower")
+SILENT_ROW = -1   # a token of modifiers alone (symbols.py): left out of its text
+VECTOR_SYMBOLS = ("auto", "names", "unknown")
 EMBEDDING_RULES = ("dialeval", "nlgeval")
+
 def _vectors_for(path: str):
     """The vectors at `path`, held by the one cache of loaded models (keyed by the files' sizes
     and times, so a file rewritten in place is read again)."""
@@ -75,14 +83,59 @@ def resolve_vectors(word_vectors: str | os.PathLike | None):
 
 
 class _Table:
-    """Vocabulary matrix with nlg-eval's unknown-word row appended, raw and row-normalised."""
+    """Vocabulary matrix with nlg-eval's unknown-word row appended, raw and row-normalised,
+    then a row per symbol read by its name (added as texts bring them, dialeval rules only)."""
+
+    SYMBOL_ROOM = 256   # spare rows allocated at a time, so a new symbol seldom copies the matrix
 
     def __init__(self, vectors):
         self.vectors = vectors
-        self.raw = np.vstack([np.asarray(vectors.matrix, dtype=np.float32), vectors.unk[None, :]])
-        self.unk_row = len(self.raw) - 1
+        rows = len(vectors.words) + 1
+        self._raw = np.empty((rows + self.SYMBOL_ROOM, vectors.dim), dtype=np.float32)
+        self._raw[:rows - 1] = np.asarray(vectors.matrix, dtype=np.float32)
+        self._raw[rows - 1] = vectors.unk
+        self._rows = rows
+        self.unk_row = rows - 1
         self._unit = None
+        self._unit_rows = 0
         self._cased = None
+        # token -> its row (a symbol read by name), SILENT_ROW (modifiers alone) or unk_row
+        self._symbol_rows: dict[str, int] = {}
+
+    @property
+    def raw(self) -> np.ndarray:
+        return self._raw[:self._rows]
+
+    def unknown_rows(self, tokens) -> np.ndarray:
+        """Row of each token the vocabulary lacks under dialeval's rules: the symbol rows of
+        tokens made of named symbols (symbols.py), SILENT_ROW for modifiers alone, else unk_row."""
+        from .symbols import SILENT, name_words
+
+        get, rows = self.vectors.index.get, self._symbol_rows
+        for token in dict.fromkeys(t for t in tokens if t not in rows):
+            words = name_words(token)
+            if words is None:
+                rows[token] = self.unk_row
+                continue
+            if words == SILENT:
+                rows[token] = SILENT_ROW
+                continue
+            ids = [i for i in map(get, words) if i is not None]   # names are lowercase words
+            rows[token] = self._add_row(self._raw[ids].mean(axis=0, dtype=np.float32)) if ids else self.unk_row
+        return np.fromiter((rows[t] for t in tokens), dtype=np.int64, count=len(tokens))
+
+    def _add_row(self, vector: np.ndarray) -> int:
+        if self._rows == len(self._raw):
+            grown = np.empty((len(self._raw) + self.SYMBOL_ROOM, self._raw.shape[1]), dtype=np.float32)
+            grown[:self._rows] = self._raw[:self._rows]
+            self._raw = grown
+            if self._unit is not None:
+                unit = np.empty_like(grown)
+                unit[:self._unit_rows] = self._unit[:self._unit_rows]
+                self._unit = unit
+        self._raw[self._rows] = vector
+        self._rows += 1
+        return self._rows - 1
 
     @property
     def cased(self) -> bool:
@@ -95,8 +148,12 @@ class _Table:
     @property
     def unit(self) -> np.ndarray:
         if self._unit is None:
-            self._unit = _normalise_rows(self.raw)
-        return self._unit
+            self._unit = np.empty_like(self._raw)
+            self._unit_rows = 0
+        if self._unit_rows < self._rows:
+            self._unit[self._unit_rows:self._rows] = _normalise_rows(self._raw[self._unit_rows:self._rows])
+            self._unit_rows = self._rows
+        return self._unit[:self._rows]
 
 
 def _normalise_rows(x: np.ndarray) -> np.ndarray:
@@ -134,9 +191,16 @@ class WordEmbeddingMetric(Metric):
             minilm (all-MiniLM-L6-v2's input word embeddings)
         vector_case: how words are looked up: auto (lowercased when the vectors have no
             uppercase word, else as they are), keep (as they are, nlg-eval's rule) or lower
-        embedding_rules: dialeval (a side with no known word scores NaN with a warning; case
-            auto) or nlgeval (nlg-eval exactly: unknown words get the mean vector everywhere,
-            case kept unless --vector-case says otherwise)
+        vector_symbols: how emoji and other symbols the vectors lack are read: names (each as
+            the mean vector of the words of its Unicode name, so that a reply of emoji alone is
+            read), unknown (as any unknown word: the mean vector inside a text, and a reply
+            of nothing else has no known word) or auto (names under dialeval rules, unknown
+            under nlgeval rules)
+        embedding_rules: dialeval (case auto, symbols read by name; a response with no known
+            word scores the floor, a reference with none leaves its pair unscored, with a
+            warning) or nlgeval (nlg-eval exactly: unknown words get the mean vector
+            everywhere, case kept and symbols unknown unless --vector-case or
+            --vector-symbols says otherwise)
     """
 
     native_tokenizer = NLTK_WORD
@@ -147,15 +211,20 @@ class WordEmbeddingMetric(Metric):
     def __init__(self, refs_mode: str = "multi", tokenizer: str | None = None,
                  word_vectors: str | os.PathLike | None = None,
                  vector_case: Literal["auto", "keep", "lower"] = "auto",
+                 vector_symbols: Literal["auto", "names", "unknown"] = "auto",
                  embedding_rules: Literal["dialeval", "nlgeval"] = "dialeval"):
         super().__init__(refs_mode=refs_mode, tokenizer=tokenizer)
         if vector_case not in VECTOR_CASES:
             raise DialevalError(f"unknown vector case {vector_case!r}; choose from {', '.join(VECTOR_CASES)}")
+        if vector_symbols not in VECTOR_SYMBOLS:
+            raise DialevalError(f"unknown vector symbols rule {vector_symbols!r}; choose from "
+                                f"{', '.join(VECTOR_SYMBOLS)}")
         if embedding_rules not in EMBEDDING_RULES:
             raise DialevalError(f"unknown embedding rules {embedding_rules!r}; choose from "
                                 f"{', '.join(EMBEDDING_RULES)}")
         self.word_vectors = word_vectors
         self.vector_case = vector_case
+        self.vector_symbols = vector_symbols
         self.embedding_rules = embedding_rules
         self._table: _Table | None = None
 
@@ -167,6 +236,13 @@ class WordEmbeddingMetric(Metric):
         if self.embedding_rules == "nlgeval":
             return "keep"
         return "keep" if self.table.cased else "lower"
+
+    @property
+    def symbols(self) -> str:
+        """The symbol rule in force: names or unknown (auto resolved against the rules)."""
+        if self.vector_symbols != "auto":
+            return self.vector_symbols
+        return "unknown" if self.embedding_rules == "nlgeval" else "names"
 
     @property
     def table(self) -> _Table:
@@ -183,30 +259,41 @@ class WordEmbeddingMetric(Metric):
         name = vectors.name or os.path.basename(os.path.normpath(vectors.source)) or "vectors"
         case = f"auto-{self.case}" if self.vector_case == "auto" and self.embedding_rules != "nlgeval" \
             else self.case
-        oov = "mean" if self.embedding_rules == "nlgeval" else "mean,none-known:hyp-floor+ref-nan"
+        oov = "mean"
+        if self.symbols == "names":
+            from .symbols import UNICODE_VERSION
+
+            oov += f",symbols:unicode-{UNICODE_VERSION}-names"
+        if self.embedding_rules != "nlgeval":
+            oov += ",none-known:hyp-floor+ref-nan"
         return [("vectors", f"{name}:{vectors.digest[:12]}"), ("dim", vectors.dim),
                 ("case", case), ("oov", oov), ("rules", self.embedding_rules), ("dtype", "float32")]
 
     # -- shared, memoised per batch ---------------------------------------------------------
     def _key(self) -> tuple:
         vectors = self.table.vectors
-        return ("emb", self.tokenizer, self.case, vectors.source, vectors.digest)
+        return ("emb", self.tokenizer, self.case, self.symbols, vectors.source, vectors.digest)
 
     def _ids(self, texts: list[str]) -> Encoded:
         """Row ids of every token of `texts`, in one pass over all tokens."""
         from itertools import chain
 
         tokens = tokenize_texts(self.tokenizer, texts)
-        flat = chain.from_iterable(tokens)
+        flat = list(chain.from_iterable(tokens))
         if self.case == "lower":
-            flat = map(str.lower, flat)
+            flat = list(map(str.lower, flat))
         lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
         get, unk = self.table.vectors.index.get, self.table.unk_row
-        ids = np.fromiter((get(t, unk) for t in flat), dtype=np.int64, count=int(lengths.sum()))
+        ids = np.fromiter((get(t, unk) for t in flat), dtype=np.int64, count=len(flat))
+        owner = np.repeat(np.arange(len(lengths)), lengths)
+        if self.symbols == "names":
+            unknown = np.flatnonzero(ids == unk)
+            if len(unknown):
+                ids[unknown] = self.table.unknown_rows([flat[i] for i in unknown])
+                ids, owner, lengths = _drop_silent(ids, owner, lengths, unk)
         starts = np.zeros(len(lengths), dtype=np.int64)
         if len(lengths) > 1:
             np.cumsum(lengths[:-1], out=starts[1:])
-        owner = np.repeat(np.arange(len(lengths)), lengths)
         known = np.bincount(owner[ids != unk], minlength=len(lengths)).astype(np.int64)
         return Encoded(ids, starts, lengths, known)
 
@@ -253,8 +340,9 @@ class WordEmbeddingMetric(Metric):
         self._report_vocabulary(batch, hyp, ref)
         pair_scores = self.pair_scores(batch, hyp, ref, owner)
         if self.embedding_rules != "nlgeval" and len(pair_scores):
-            # a response with no known word is the response's failing: it scores the floor;
-            # a reference with none leaves the pair unscored
+            # a response with no known word (symbols read by name count as known: another
+            # script, made-up words) is the response's failing: it scores the floor; a reference
+            # with none leaves the pair unscored (docs/robustness.md, unreadable replies)
             deaf = (hyp.known[owner] == 0) & (hyp.lengths[owner] > 0) & (ref.lengths > 0) & (ref.known > 0)
             pair_scores = np.where(deaf, self.floor(), pair_scores)
             blind = ref.known == 0
@@ -290,6 +378,20 @@ class WordEmbeddingMetric(Metric):
         scores = _rowwise_cosine(rv, hv[owner]).astype(np.float64)
         scores[(hyp.lengths[owner] == 0) | (ref.lengths == 0)] = np.nan
         return scores
+
+
+def _drop_silent(ids: np.ndarray, owner: np.ndarray, lengths: np.ndarray, unk: int):
+    """(ids, owner, lengths) without the tokens of modifiers alone (a variation selector nltk split
+    off its emoji); a text of nothing else keeps them as unknown words, so it is not taken for an
+    empty one (it is not blank, and has no known word)."""
+    silent = ids == SILENT_ROW
+    if not silent.any():
+        return ids, owner, lengths
+    other = np.bincount(owner[~silent], minlength=len(lengths)) > 0
+    keep = ~(silent & other[owner])
+    ids = np.where(silent, unk, ids)[keep]
+    owner = owner[keep]
+    return ids, owner, np.bincount(owner, minlength=len(lengths)).astype(np.int64)
 
 
 def _system_of(batch: Batch) -> str:
