@@ -264,9 +264,10 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
         if totals.n == 0:
             raise DialevalError("no samples to score")
         ok = True
-    except DialevalError:
-        # bad input or options: resuming cannot help, leave nothing behind
-        if handle is not None:
+    except DialevalError as exc:
+        # bad input or options: resuming cannot help, leave nothing behind; but a service that
+        # stopped answering (a served judge, `resumable`) keeps the finished shards for --resume
+        if handle is not None and not getattr(exc, "resumable", False):
             handle.close()
             handle = None
             for path in (partial, checkpoint, first_pass_file):

@@ -14,11 +14,16 @@ alone). The token prefix that every prompt of a call shares (the chat header and
 text up to the first placeholder) runs once; its keys and values (past_key_values) are copied
 into every batch. A score therefore differs from the same prompt scored alone only by float
 rounding (about 1e-6 in fp32).
+
+With `judge_endpoint` the same filled template goes to an OpenAI-compatible server instead
+(`served.py`): the expected rating from the server's top log-probabilities, or G-Eval's mean of
+sampled ratings where it returns none.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 from typing import Any, Literal
 
@@ -151,6 +156,27 @@ class JudgeScore(Metric):
             promises for any --chunk-size; a budget batches left-padded rows, 6% less CPU
             time, values moved by float rounding, ~1e-6)
         judge_device: torch device (default cpu)
+        judge_endpoint: URL of an OpenAI-compatible server to ask instead of a local model
+            (http://HOST:PORT/v1, or the full /v1/chat/completions or /v1/completions URL);
+            --judge-model then names the served model (default: the one the server lists)
+        judge_api: with --judge-endpoint: chat (/v1/chat/completions, the server applies the
+            chat template) or completions (/v1/completions, the prompt as text)
+        judge_api_key_env: environment variable holding the server's API key, sent as a
+            Bearer token (default: DIALEVAL_JUDGE_API_KEY when set; nothing otherwise)
+        judge_concurrency: requests in flight at once to the server (default 4)
+        judge_timeout: seconds to wait for one reply (default 60)
+        judge_retries: further tries after a connection error, a timeout or HTTP 429/5xx
+            (default 2)
+        judge_scoring: auto (default: log-probabilities where the server returns them, else
+            sampled answers), logprobs (expected rating over the top tokens "1".."5"), or sample
+            (G-Eval: the mean of --judge-samples sampled ratings)
+        judge_samples: answers sampled per item on the sample path (default 10)
+        judge_temperature: sampling temperature on the sample path (default 1.0)
+        judge_seed: seed of the first sampled answer; answer i is asked with seed + i (default 0)
+        judge_journal: file keeping every served reply so that --resume asks nothing twice;
+            auto (default: one file per endpoint and model under dialeval's cache) or off
+        judge_extra_body: a JSON object merged into every request to the server, for its own
+            fields (e.g. transformers serve's generation_config, vLLM's top_k)
     """
 
     name = "judge"
@@ -163,18 +189,31 @@ class JudgeScore(Metric):
 
     def __init__(self, judge_model: str | None = None, judge_template: str | None = None,
                  judge_precision: Literal["fp32", "bf16"] = "fp32", judge_context_turns: int = 2,
-                 judge_batch_tokens: int = 0, judge_device: str = "cpu", refs_mode: str = "multi",
-                 tokenizer: str | None = None):
+                 judge_batch_tokens: int = 0, judge_device: str = "cpu", judge_endpoint: str | None = None,
+                 judge_api: Literal["chat", "completions"] = "chat", judge_api_key_env: str | None = None,
+                 judge_concurrency: int = 4, judge_timeout: float = 60.0, judge_retries: int = 2,
+                 judge_scoring: Literal["auto", "logprobs", "sample"] = "auto", judge_samples: int = 10,
+                 judge_temperature: float = 1.0, judge_seed: int = 0, judge_journal: str = "auto",
+                 judge_extra_body: str | None = None, refs_mode: str = "multi", tokenizer: str | None = None):
         from ...backbones.runtime import check_device
 
         judge_device = check_device("judge_device", judge_device)   # before any model is read
         super().__init__(refs_mode=refs_mode, tokenizer=None)
+        self.served = None
+        if judge_endpoint:
+            from .served import ServedJudge
+
+            self.served = ServedJudge(judge_endpoint, judge_model, api=judge_api, key_env=judge_api_key_env,
+                                      concurrency=judge_concurrency, timeout=judge_timeout,
+                                      retries=judge_retries, scoring=judge_scoring, samples=judge_samples,
+                                      temperature=judge_temperature, seed=judge_seed, journal=judge_journal,
+                                      extra_body=judge_extra_body)
         if judge_precision not in PRECISIONS:
             raise DialevalError(f"--judge-precision {judge_precision!r}: choose from {', '.join(PRECISIONS)}")
         if int(judge_context_turns) < 0:
             raise DialevalError(f"--judge-context-turns must be 0 (all) or more, got {judge_context_turns}")
         self.template = load_template(judge_template, self.quality)
-        self.model_path = resolve_judge_model(judge_model)
+        self.model_path = None if self.served is not None else resolve_judge_model(judge_model)
         self.precision = judge_precision
         self.context_turns = int(judge_context_turns)
         self.batch_tokens = max(0, int(judge_batch_tokens))
@@ -225,9 +264,40 @@ class JudgeScore(Metric):
 
     # -- scoring ------------------------------------------------------------------------------
     def scores(self, batch: Batch) -> np.ndarray:
+        if self.served is not None:
+            key = ("judge-served", self.served.url, self.served.model, self.template.sha, self.context_turns,
+                   self.served.scoring, self.served.samples, self.served.temperature, self.served.seed,
+                   json.dumps(self.served.extra, sort_keys=True))
+            return batch.memo(key, lambda: self._served_scores(batch))
         key = ("judge", os.path.realpath(self.model_path), self.precision, self.device, self.template.sha,
                self.context_turns)
         return batch.memo(key, lambda: self._scores(batch))
+
+    def _served_scores(self, batch: Batch) -> np.ndarray:
+        """The server's expected rating of each row (NaN where its answers named no rating)."""
+        out = np.ones(len(batch))
+        rows = [i for i, h in enumerate(batch.hyps) if h.strip()]
+        if not rows:
+            return out
+        texts = []
+        for i in rows:
+            turns = list(batch.contexts[i])
+            if self.context_turns:
+                turns = turns[-self.context_turns:]
+            refs = list(batch.refs[i]) if self.template.wants_references else []
+            texts.append(self.template.fill(turns, batch.hyps[i], refs))
+        reading = self.served.read(texts, RATINGS, self.template.answer or "Rating (1-5): ")
+        values = np.arange(1.0, 6.0)
+        mean = (reading.probs * values).sum(axis=1)
+        out[rows] = mean
+        if reading.asked > 1:      # G-Eval's estimate: its spread, reported once per run
+            sd = np.sqrt((reading.probs * (values - mean[:, None]) ** 2).sum(axis=1))
+            ok = np.isfinite(sd)
+            _spread_tally(self.name, reading.asked, int(ok.sum()), float(sd[ok].sum()),
+                          int(reading.asked * len(rows) - reading.parsed.sum()))
+        elif (reading.parsed == 0).any():
+            _spread_tally(self.name, 1, 0, 0.0, int((reading.parsed == 0).sum()))
+        return out
 
     def _scores(self, batch: Batch) -> np.ndarray:
         out = np.ones(len(batch))      # a blank response: the floor (the base rule says the same)
@@ -250,9 +320,23 @@ class JudgeScore(Metric):
         return stats[:, 0]
 
     def signature_options(self) -> list[tuple[str, Any]]:
+        if self.served is not None:
+            model, api, scoring = self.served.signature_parts()
+            return [model, api, ("quality", self.quality), ("template", f"{self.template.name}@{self.template.sha}"),
+                    scoring, ("ctx", self.context_turns or "all")]
         return [("model", self._fingerprint()), ("quality", self.quality),
                 ("template", f"{self.template.name}@{self.template.sha}"), ("prec", self.precision),
                 ("ctx", self.context_turns or "all")]
+
+
+def _spread_tally(name: str, asked: int, items: int, sd_sum: float, unread: int) -> None:
+    """A served judge's spread and unread answers, summed over the run (`progress.tally`) and
+    said once at its end; said at once when no run is collecting."""
+    from ...progress import report_tallies, tally
+
+    counts = (items, int(round(sd_sum * 1e6)), unread)
+    if not tally(("judge-spread", name, asked), *counts):
+        report_tallies({("judge-spread", name, asked): list(counts)})
 
 
 def expected_rating(logits: np.ndarray) -> np.ndarray:
