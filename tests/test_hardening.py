@@ -248,4 +248,4 @@ def test_library_warnings_print_as_one_line(tmp_path, capsys):
     data.write_text(json.dumps({"response": "hello zzz", "references": ["world"]}) + "\n")
     assert main(["score", str(data), "--metrics", "emb_average", "--word-vectors", str(vectors), "--json"]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert err == ["dialeval: warning: word vectors: 33.3% of 3 tokens out of vocabulary (case lower)"]
+    assert err == ["dialeval: warning: word vectors: 1 token out of vocabulary (case lower)"]

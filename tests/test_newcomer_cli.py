@@ -106,3 +106,38 @@ def test_report_quality_from_published_means_is_accepted(samples, tmp_path):
     check_qualities(rows, ["overall", "published"], {"A": {"published": 3.0}, "BB": {"published": 2.0}})
     with pytest.raises(Exception, match="no row has ratings for 'fluency'"):
         check_qualities(rows, ["fluency"], {"A": {"published": 3.0}})
+
+
+def _probe_input(path, responses):
+    path.write_text("".join(json.dumps({"id": str(i), "context": [f"where is the cat {i}"], "response": r,
+                                        "references": ["the cat sat on the mat"]}, ensure_ascii=False) + "\n"
+                            for i, r in enumerate(responses)), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def vectors(tmp_path):
+    path = tmp_path / "vec.txt"
+    path.write_text("the 1 0 0\ncat 0 1 0\nsat 1 1 0\non 1 0 1\nmat 0 1 1\nmy 0 0 1\n", encoding="utf-8")
+    return path
+
+
+def test_probe_variants_are_not_taken_for_the_users_data(tmp_path, vectors, capsys):
+    """The `script` family writes Cyrillic on purpose: that is no warning about the input."""
+    data = _probe_input(tmp_path / "p.jsonl", [f"the cat sat on my mat {'the ' * i}".strip() for i in range(6)])
+    code, _, err = run_cli(["probe", data, "--metrics", "emb_average", "--word-vectors", vectors,
+                            "--n-boot", "0"], capsys)
+    assert code == 0
+    assert "script" not in err and "out of vocabulary" not in err
+
+
+def test_probe_still_says_what_the_users_data_holds(tmp_path, vectors, capsys):
+    responses = ["кошка сидит на коврике", "кот", "the cat sat on my mat", "the cat sat", "my cat sat",
+                 "the mat"]
+    data = _probe_input(tmp_path / "p.jsonl", responses)
+    code, _, err = run_cli(["probe", data, "--metrics", "emb_average", "--word-vectors", vectors,
+                            "--n-boot", "0"], capsys)
+    assert code == 0
+    warned = [line for line in err.splitlines() if "script" in line]
+    assert warned == ["dialeval: warning: 2 response(s) written mostly in CYRILLIC script, which emb_average "
+                      "cannot read (their models know only English): their scores for those rows mean little"]

@@ -20,6 +20,8 @@ import sys
 import time
 from typing import Any, Callable, Iterator
 
+from .errors import DialevalWarning
+
 DELAY = 3.0         # seconds before the bar appears on a terminal (shorter runs stay silent)
 LINES_DELAY = 10.0  # seconds before the first plain line in a log (a log wants fewer lines)
 EVERY = 15.0        # seconds between plain progress lines when stderr is not a terminal
@@ -74,7 +76,10 @@ def ticking(callback: Callable[[float], None] | None) -> Iterator[None]:
 
 def tally(key: Any, *counts: int) -> bool:
     """Add `counts` to the run's tally `key`; False when no run is collecting (then the caller
-    reports by itself, as a metric computed on its own does)."""
+    reports by itself, as a metric computed on its own does). A tally is summed over the run's
+    shards and systems, so what it reports must be a sum over samples whatever the shards: a
+    count that a caller adds only for some shards (a denominator added only where the numerator
+    is not 0) makes the reported number depend on --chunk-size."""
     if _TALLY is None:
         return False
     have = _TALLY.setdefault(key, [0] * len(counts))
@@ -102,6 +107,23 @@ def merge_tallies(into: dict[Any, list[int]], part: dict[Any, list[int]] | None)
             have[i] += c
 
 
+class TallyWarning(DialevalWarning):
+    """A run's tally of its responses (out-of-vocabulary tokens, rows left unscored, another
+    script): a category of its own so that a caller that scores responses it made on purpose
+    unreadable (the probe's variants) can set these aside, as they are not about the user's data."""
+
+
+class ForeignScriptWarning(TallyWarning):
+    """Responses written mostly in a script the English-only metrics cannot read, with its
+    numbers, so that the probe can say it again of the user's responses alone."""
+
+    def __init__(self, count: int, script: str, metrics):
+        self.count, self.script, self.metrics = int(count), script, tuple(metrics)
+        super().__init__(f"{self.count:,} response(s) written mostly in {script} script, which "
+                         f"{', '.join(self.metrics)} cannot read (their models know only English): "
+                         "their scores for those rows mean little")
+
+
 def report_tallies(tallies: dict[Any, list[int]]) -> None:
     """One warning per kind of tally of a whole run."""
     import warnings
@@ -110,17 +132,18 @@ def report_tallies(tallies: dict[Any, list[int]]) -> None:
 
     for key, counts in sorted(tallies.items(), key=lambda kv: repr(kv[0])):
         if key[0] == "oov":
-            unknown, tokens = counts
-            if tokens and unknown:
-                warnings.warn(f"word vectors: {unknown / tokens:.1%} of {tokens:,} tokens out of vocabulary"
-                              f" (case {key[1]})", DialevalWarning, stacklevel=3)
+            # the count of unknown tokens, not a rate: the metrics tally the tokens of an
+            # evaluated set only when it has an unknown one, so the total would be the tokens
+            # of the shards that had one and change with --chunk-size
+            unknown = counts[0]
+            if unknown:
+                warnings.warn(f"word vectors: {unknown:,} token{'s' if unknown != 1 else ''} out of "
+                              f"vocabulary (case {key[1]})", TallyWarning, stacklevel=3)
         elif key[0] == "script" and counts[0]:
-            warnings.warn(f"{counts[0]:,} response(s) written mostly in {key[1]} script, which "
-                          f"{', '.join(key[2])} cannot read (their models know only English): "
-                          "their scores for those rows mean little", DialevalWarning, stacklevel=3)
+            warnings.warn(ForeignScriptWarning(counts[0], key[1], key[2]), stacklevel=3)
         elif key[0] == "unscored" and counts[0]:
             warnings.warn(f"{key[1]}: {counts[0]:,} sample(s) left unscored (NaN): every reference "
-                          "has no word in the vectors' vocabulary", DialevalWarning, stacklevel=3)
+                          "has no word in the vectors' vocabulary", TallyWarning, stacklevel=3)
 
 
 def _clock(seconds: float) -> str:

@@ -134,9 +134,14 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
     n = len(samples)
     sentence = {name: np.full(n, np.nan) for name in plan.names}
     stats: dict[str, np.ndarray] = {}
+    from . import progress as progress_module
     from .progress import Progress, default_mode, ticking
 
-    # the library stays quiet unless on a terminal or asked (progress=True: lines when not a terminal)
+    # the library stays quiet unless on a terminal or asked (progress=True: lines when not a
+    # terminal); a command line (`evaluate`, `probe`, ...) asks, as `score` does: a log then gets
+    # a line every 15 s instead of minutes of silence
+    if progress is None and progress_module.ANNOUNCE:
+        progress = True
     mode = default_mode(True) if progress else ("bar" if progress is None and sys.stderr.isatty() else None)
     bar = Progress(n, mode)
 

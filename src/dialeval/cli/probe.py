@@ -56,6 +56,37 @@ def _dataset_samples(args):
     return dataset.samples
 
 
+def _rewarn(caught, samples) -> None:
+    """The probe run's warnings, less the run's tallies: they count the variants too, which are
+    unreadable on purpose (the `script` family writes Cyrillic, `gibberish` no word the vectors
+    know), as if the user's data held them. Text in another script is said again for the user's
+    responses only, with the English-only metrics the warning named (out-of-vocabulary counts
+    are `dialeval score`'s to give)."""
+    from dialeval.progress import ForeignScriptWarning, TallyWarning
+    from dialeval.text.scripts import foreign_script
+
+    said = set()
+    metrics: tuple = ()
+    for w in caught:
+        if isinstance(w.message, ForeignScriptWarning):
+            metrics = metrics or w.message.metrics
+        if isinstance(w.message, TallyWarning):
+            continue
+        key = (w.category, str(w.message))
+        if key not in said:   # once, as the default filter would have shown it
+            said.add(key)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if not metrics:
+        return
+    scripts: dict[str, int] = {}
+    for sample in samples:
+        script = foreign_script(sample.response)
+        if script is not None:
+            scripts[script] = scripts.get(script, 0) + 1
+    for script, count in scripts.items():
+        warnings.warn(ForeignScriptWarning(count, script, metrics), stacklevel=2)
+
+
 def _metrics(text: str) -> list[str]:
     names = [m.strip() for m in text.split(",") if m.strip()]
     if not names:
@@ -74,12 +105,14 @@ def cmd_probe(args) -> int:
 
     families = check_families(args.families)       # a bad name fails before anything is read
     samples, label = _load(args)
-    with warnings.catch_warnings():   # the scoring notes are printed once, below
+    with warnings.catch_warnings(record=True) as caught:   # the scoring notes are printed once, below
+        warnings.simplefilter("always")
         warnings.simplefilter("ignore", DialevalNote)
         result = probe(samples, _metrics(args.metrics), families=families, seed=args.seed,
                        n_boot=args.n_boot, top=args.top, limit=args.limit,
                        keep_reference_copies=args.keep_reference_copies, refs_mode=args.refs_mode,
                        tokenizer=args.tokenize, **metric_options(args))
+    _rewarn(caught, samples)
     data = result.to_dict()
     data["input"] = label
     for note in result.notes:

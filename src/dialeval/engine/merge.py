@@ -134,7 +134,10 @@ def unscored_notes(plan: Plan, totals: Totals) -> list[str]:
             continue
         total = sum(count for reasons in systems.values() for count, *_ in reasons.values())
         parts = []
-        for system, reasons in systems.items():
+        # systems in input order (the order of their first rows), not in the order their first
+        # unscored row was folded in, which depends on how the input was cut into shards
+        order = {system: i for i, system in enumerate(totals.counts)}
+        for system, reasons in sorted(systems.items(), key=lambda kv: order.get(kv[0], len(order))):
             for reason, (count, *ids) in reasons.items():
                 more = ", ..." if count > len(ids) else ""
                 parts.append(f"{system}: {count} of {totals.counts.get(system, 0)}, {reason} "
