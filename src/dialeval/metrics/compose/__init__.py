@@ -80,10 +80,17 @@ class Compose(Metric):
         self.options = {**recorded, **given}
         self.overridden = sorted(k for k in given if recorded.get(k) != given[k])
         self.metrics = [REGISTRY[m].build(**self.options) for m in self.record.metrics_]
+        from ..softfloor import without_field
+
+        self.squashed = False
         for metric in self.metrics:
             then = self.record.signatures_.get(metric.name)
             now = str(metric.signature())
-            if then and then != now:
+            # a member fitted before its scale's bottom went through the squashing map differs
+            # only under the map's knee, where its old clip gave the floor: the weights still fit
+            # (the composite names the map in its own signature)
+            self.squashed |= now != without_field(now)
+            if then and then != now and then != without_field(now):
                 warnings.warn(f"compose: {metric.name} is now {now}, fitted as {then}; "
                               "its weights may not fit these scores", ComposeSignatureWarning,
                               stacklevel=2)
@@ -195,6 +202,10 @@ class Compose(Metric):
                  ("metrics", "+".join(self.record.metrics_))]
         if self.overridden:
             opts.append(("override", "+".join(self.overridden)))
+        if self.squashed:
+            from ..softfloor import SIGNATURE_FIELD
+
+            opts.append(SIGNATURE_FIELD)
         return Signature(self.name, tuple(opts))
 
 

@@ -1,8 +1,11 @@
 """`lm_coherence`, `lm_fluency` and their raw variants as metrics.
 
 Raw scores are mean log-probabilities per response token (eq. 1 and 3). The normalised ones
-(eq. 2 and 4) clip at a lower bound, the `lm_percentile`-th percentile of the raw scores of a
-reference set stored with the model, and map [bound, 0] onto [0, 1]. Coherence uses the
+(eq. 2 and 4) map [bound, 0] onto [0, 1], the bound being the `lm_percentile`-th percentile of
+the raw scores of a reference set stored with the model. The paper clips at the bound; here a
+raw score below it goes through the shared squashing map (`metrics.softfloor`) instead, so it
+stays strictly above the 0 a blank response scores and in the order of its raw score (every
+value at 0.05 or above is the paper's exactly). Coherence uses the
 sample's last context turn as the query (the rated data's setting); a sample without context
 gets NaN coherence. Raw scores are memoised on the batch, so the four metrics share one pass.
 """
@@ -17,6 +20,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ..base import Batch, Metric
+from ..softfloor import SIGNATURE_FIELD, lift
 from .checkpoint import LazyLM
 from .logprob import BATCH_SIZE, LMOptions, TOKEN_BUDGET
 
@@ -25,10 +29,11 @@ LM_OPTIONS = ("lm_model", "lm_percentile", "lm_batch_size", "lm_token_budget", "
 
 
 def normalise(raw: np.ndarray, bound: float) -> np.ndarray:
-    """Eq. 2 / 4: (max(bound, raw) - bound) / -bound, in [0, 1] for raw <= 0."""
+    """Eq. 2 / 4, (raw - bound) / -bound for raw <= 0, with what falls under the knee (the
+    bound and below, which the paper clips to 0) squashed into (0, 0.05) by `softfloor.lift`."""
     if not bound < 0:
         raise DialevalError(f"normalisation bound must be negative, got {bound}")
-    return (np.maximum(bound, raw) - bound) / -bound
+    return lift((np.asarray(raw, dtype=np.float64) - bound) / -bound)
 
 
 class LMScore(LazyLM, LMOptions, Metric):
@@ -147,6 +152,7 @@ class LMScore(LazyLM, LMOptions, Metric):
         if not self.raw:
             opts.append(("pct", self.percentile))
             opts.append(("bound", round(self.bound, 4)))
+            opts.append(SIGNATURE_FIELD)
         return opts
 
 

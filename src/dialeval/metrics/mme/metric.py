@@ -1,5 +1,6 @@
 """The registered `mme_*` metrics: each reads one sub-metric of the folder given by `mme_model`
-and gives its USL-H-normalised score in [0, 1] (`mme_norm=none` gives the raw value instead:
+and gives its USL-H-normalised score in [0, 1], a real reply strictly above the 0 of a blank one
+(`metrics.softfloor`; `mme_norm=none` gives the raw value instead:
 the classifier probability, or the specificity surprisal). None needs references; RM and TCM
 read the sample's context. Work is shared through the batch memo, so `mme_sm_nll,mme_sm_nce,
 mme_sm_ppl` mask each token once, and the encoder's cache means each distinct text is encoded
@@ -29,7 +30,8 @@ class _MMEBase(Metric):
 
     Options:
         mme_model: trained MME folder (`dialeval train mme`)
-        mme_norm: usl (clip to the training scores' 25th-75th percentiles, min-max to [0,1]; the default) or none (raw)
+        mme_norm: usl (the training scores' 25th-75th percentiles min-max onto [0,1], clipped at 1,
+            the bottom squashed strictly above 0; the default) or none (raw)
         mme_precision: weight dtype of the MiniLM encoder (FM, RM, EM) and of SM's masked LM, fp32
             (default) or bf16 (faster on CPUs with AVX512-BF16; the heads and TCM stay fp32:
             docs/speed.md; named in the signature)
@@ -151,6 +153,10 @@ class _MMEBase(Metric):
             enc = (self.sub_model.info_ or {}).get("encoder")
             own = list(self.sub_model.signature_options()) if hasattr(self.sub_model, "signature_options") else []
         opts: list[tuple[str, Any]] = [("model", model_field("mme", self.mme_model)), ("norm", self.mme_norm)]
+        if self.mme_norm == "usl":      # its bottom goes through the shared squashing map
+            from ..softfloor import SIGNATURE_FIELD
+
+            opts.append(SIGNATURE_FIELD)
         if enc:
             opts.append(("encoder", enc))
         # the fine-tuned variant adds its mode and tuned weights; the frozen default adds nothing
@@ -196,7 +202,8 @@ class MMERelevanceCross(MMERelevance):
     Options:
         mme_cross_model: MME folder whose rm is a cross-encoder (`dialeval train mme --only rm
             --rm-encoder-mode cross`)
-        mme_norm: usl (clip to the training scores' 25th-75th percentiles, min-max to [0,1]; the default) or none (raw)
+        mme_norm: usl (the training scores' 25th-75th percentiles min-max onto [0,1], clipped at 1,
+            the bottom squashed strictly above 0; the default) or none (raw)
         mme_precision: fp32 only (a tuned MiniLM runs in fp32; bf16 is refused)
         mme_device: cpu only (another is refused)
     """

@@ -2,7 +2,9 @@
 
 A folder holds one trained variant (`dialeval train adem --variant ...`); each metric name
 scores only its own variant, so a number printed as `c_adem` always comes from a model that
-never read the references. Scores are on the 1-5 scale the model was trained on.
+never read the references. Scores are on the 1-5 scale the model was trained on; the linear
+score has no bottom, so what would fall under 1.2 is squashed into (1, 1.2) by the shared map
+of `metrics.softfloor`, above the 1 that a blank response scores.
 
 References: `multi` (default) uses the mean of the references' vectors, which equals the mean
 of the single-reference scores (the score is linear in r); `max` scores each reference alone
@@ -18,6 +20,7 @@ import numpy as np
 
 from ....errors import DialevalError
 from ...base import Batch, Metric
+from ...softfloor import SIGNATURE_FIELD, lift_range
 
 
 def load_model(directory: str | os.PathLike):
@@ -136,6 +139,7 @@ class AdemScore(Metric):
                 signed = signature_of(self.adem_model, self.name)[:1] + [
                     ("encoder", getattr(m, "encoder_fingerprint_", m.encoder)), ("preset", m.preset),
                     ("pca", int(m.M_.shape[0]))]
+            signed.append(SIGNATURE_FIELD)
             # the default (cpu, fp32) adds nothing: its signature is as it always was
             if self.device != "cpu":
                 signed.append(("device", self.device))
@@ -151,7 +155,11 @@ class AdemScore(Metric):
         refs = batch.refs if self.needs_references else [[] for _ in batch.hyps]
         # `m.predict` with the encoder on this metric's device and precision (the same steps)
         enc = encoding.model_encoder(m, self.device, self.precision)
-        return m.predict_vectors(*encoding.encode(enc, batch.contexts, refs, batch.hyps))[:, None]
+        score = m.predict_vectors(*encoding.encode(enc, batch.contexts, refs, batch.hyps))
+        # the linear score has no bottom: what falls under 1.2 is squashed into (1, 1.2), above
+        # the 1 a blank response scores, in its own order (metrics.softfloor)
+        low, high = self.score_range
+        return lift_range(score, low, high, top=False)[:, None]
 
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
