@@ -2,7 +2,8 @@
 
     python3 benchmarks/bench_embedding.py speed [--system S_1] [--word-vectors FILE] [--glove-rows 400000]
     python3 benchmarks/bench_embedding.py correlate [--metrics ...] [--word-vectors FILE|glove-6b-50d|minilm]
-        [--vector-case keep] [--refs-mode max]
+        [--vector-case keep] [--vector-symbols unknown] [--refs-mode max]
+    python3 benchmarks/bench_embedding.py unreadable [--data-root DIR] [--word-vectors ...]
 
 `speed` scores one DSTC6 system (2,000 responses x 11 references) with each metric in a fresh
 process-level state and prints samples per second; nlg-eval's own run on the same input took
@@ -13,6 +14,14 @@ gensim's `KeyedVectors.load_word2vec_format(no_header=True)` on the same file.
 
 `correlate` scores the 20 DSTC6 systems and prints each metric's Pearson r with the system
 human means, beside the AM-FM paper's values and those of the organisers' nlg-eval table.
+
+`unreadable` counts, on DSTC6 and on every rated set found under the data folder, the rows that
+the rules for a reply the vectors cannot read touch (docs/robustness.md, unreadable replies):
+blank replies (the floor under every rule), replies with no known word when symbols are unknown
+words (the floor before symbols were read by name), those still without one when symbols are
+read by name (the floor now), and replies or references whose value changes because a symbol in
+them is read by name; each count also among rows with a reference (the only rows the word-vector
+metrics score), and the mean human rating of the rows, with their mean percentile in the set.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ def dstc6_systems(names: list[str]):
 
 def options(args) -> dict:
     return {k: v for k, v in {"word_vectors": args.word_vectors, "vector_case": args.vector_case,
+                              "vector_symbols": getattr(args, "vector_symbols", None),
                               "embedding_rules": args.embedding_rules,
                               "sentence_model": args.sentence_model}.items() if v is not None}
 
@@ -155,6 +165,98 @@ def cmd_correlate(args) -> None:
             json.dump({n: {s: result.systems[s][n] for s in systems} for n in metrics}, handle, indent=1)
 
 
+def reading(samples, **opts) -> dict[str, np.ndarray]:
+    """Per row, under the metric's own encoding: blank reply, reply with no known word, reply
+    with a symbol read by name, a reference with one (the last two only under names)."""
+    from dialeval.metrics.base import Batch
+    from dialeval.metrics.embedding.nlgeval import EmbeddingAverage
+
+    metric = EmbeddingAverage(**opts)
+    batch = Batch([s.response for s in samples], [s.references for s in samples])
+    hyp, ref, owner = metric._encode(batch)
+    table = metric.table
+    symbol = np.zeros(len(hyp.ids), dtype=bool)
+    symbol[hyp.ids > table.unk_row] = True
+    hyp_owner = np.repeat(np.arange(len(samples)), hyp.lengths)
+    ref_symbol = np.zeros(len(samples), dtype=bool)
+    ref_symbol[owner[np.bincount(np.repeat(np.arange(len(ref.lengths)), ref.lengths)[ref.ids > table.unk_row],
+                                 minlength=len(ref.lengths)) > 0]] = True
+    blank = np.array([not s.response.strip() for s in samples])
+    return {"blank": blank, "deaf": (hyp.known == 0) & ~blank,
+            "symbol": np.bincount(hyp_owner[symbol], minlength=len(samples)) > 0, "ref_symbol": ref_symbol,
+            "has_refs": np.array([any(r.strip() for r in s.references) for s in samples])}
+
+
+def cmd_unreadable(args) -> None:
+    import warnings
+
+    from dialeval.data.datasets import list_datasets
+
+    warnings.simplefilter("ignore")   # out-of-vocabulary lines: the counts below say more
+    root = args.data_root or os.path.join(SHARED, "data")
+    base = {k: v for k, v in options(args).items() if k != "vector_symbols"}
+    print("rows each rule for an unreadable reply touches (with a reference / all rows); human: mean rating of "
+          "those rows (mean percentile in the set)")
+    print("| set | rows | blank: floor (every rule) | no known word, symbols unknown: floor before | "
+          "no known word, symbols by name: floor now | read by name, whole reply (floor before, scored now) | "
+          "reply with a symbol read by name (value changes) | a reference with one (value may change) |")
+    print("|---|---|---|---|---|---|---|---|")
+    changed = []
+    for spec in list_datasets():
+        folder = os.path.join(root, spec.folder)
+        if not os.path.isdir(folder):
+            print(f"| {spec.name} | folder {spec.folder} not present |  |  |  |  |  |  |")
+            continue
+        samples = spec.load(folder).samples
+        before = reading(samples, **base, vector_symbols="unknown")
+        now = reading(samples, **base, vector_symbols="names")
+        human = _human(samples)
+        cells = [_cell(rows, now["has_refs"], human) for rows in (
+            now["blank"], before["deaf"], now["deaf"], before["deaf"] & ~now["deaf"],
+            now["symbol"] & ~before["deaf"], now["ref_symbol"])]
+        print(f"| {spec.name} | {len(samples):,} | " + " | ".join(cells) + " |")
+        touched = (before["deaf"] | now["symbol"] | now["ref_symbol"]) & now["has_refs"]
+        if touched.any():
+            changed.append((spec.name, [samples[i] for i in np.flatnonzero(touched)],
+                            (before["deaf"] & ~now["deaf"])[touched], len(samples)))
+    for name, rows, whole, total in changed:
+        print(f"\n{name}: the {len(rows):,} rows with a reference that a symbol read by name could change, "
+              "scored with symbols unknown (the floor before) and read by name (now)")
+        print("| metric | rows changed (> 1e-6) | mean change | emoji-only replies: mean before | mean now |")
+        print("|---|---|---|---|---|")
+        for metric in ("emb_average", "emb_extrema", "emb_greedy"):
+            old, new = (_scores(rows, metric, {**base, "vector_symbols": rule}) for rule in ("unknown", "names"))
+            diff = np.abs(new - old) > 1e-6
+            print(f"| {metric} | {int(diff.sum()):,} of {total:,} | {np.nanmean((new - old)[diff]) if diff.any() else 0:+.4f} "
+                  f"| {np.nanmean(old[whole]) if whole.any() else float('nan'):.4f} "
+                  f"| {np.nanmean(new[whole]) if whole.any() else float('nan'):.4f} |")
+
+
+def _scores(samples, metric: str, opts: dict) -> np.ndarray:
+    from dialeval.metrics.base import Batch
+    from dialeval.metrics.registry import build_metric
+
+    batch = Batch([s.response for s in samples], [s.references for s in samples])
+    return build_metric(metric, refs_mode="max", **opts).compute(batch).sentence
+
+
+def _human(samples) -> np.ndarray:
+    """Each row's mean rating of the set's first quality (`overall` when it has one)."""
+    qualities = sorted({q for s in samples for q in s.ratings})
+    quality = "overall" if "overall" in qualities else (qualities[0] if qualities else None)
+    return np.array([s.human(quality) if quality else np.nan for s in samples])
+
+
+def _cell(rows: np.ndarray, has_refs: np.ndarray, human: np.ndarray) -> str:
+    text = f"{int((rows & has_refs).sum()):,} / {int(rows.sum()):,}"
+    rated = rows & ~np.isnan(human)
+    if rated.any():
+        pool = human[~np.isnan(human)]
+        pct = [np.mean(pool < x) + 0.5 * np.mean(pool == x) for x in human[rated]]
+        text += f"; human {human[rated].mean():.2f} ({np.mean(pct):.2f})"
+    return text
+
+
 def read_organisers_table() -> dict[str, dict[str, float]]:
     with open(os.path.join(DSTC6, "objective_evaluation_results.txt"), encoding="utf-8") as handle:
         rows = [line.rstrip("\n").split("\t") for line in handle if line.strip()]
@@ -166,17 +268,20 @@ def main(argv=None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "2")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode", required=True)
-    for mode in ("speed", "correlate"):
+    for mode in ("speed", "correlate", "unreadable"):
         p = sub.add_parser(mode)
         p.add_argument("--metrics", default="emb_average,emb_extrema,emb_greedy,sent_cosine")
         p.add_argument("--word-vectors")
         p.add_argument("--vector-case", choices=["auto", "keep", "lower"])
+        p.add_argument("--vector-symbols", choices=["auto", "names", "unknown"])
         p.add_argument("--embedding-rules", choices=["dialeval", "nlgeval"])
         p.add_argument("--sentence-model")
         if mode == "speed":
             p.add_argument("--system", default="S_1")
             p.add_argument("--glove-rows", type=int, default=400000)
             p.add_argument("--glove-dim", type=int, default=300)
+        elif mode == "unreadable":
+            p.add_argument("--data-root", help="the folder holding every data set's folder (default: shared/data)")
         else:
             p.add_argument("--dump", help="write the per-system values as JSON")
             p.add_argument("--refs-mode", default="multi", help="multi (default), max or mean")
@@ -184,7 +289,7 @@ def main(argv=None) -> int:
     if not os.path.isdir(DSTC6):
         print(f"{DSTC6} not present", file=sys.stderr)
         return 1
-    (cmd_speed if args.mode == "speed" else cmd_correlate)(args)
+    {"speed": cmd_speed, "correlate": cmd_correlate, "unreadable": cmd_unreadable}[args.mode](args)
     return 0
 
 
