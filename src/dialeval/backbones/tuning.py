@@ -225,7 +225,8 @@ def tune_top_layers(top, loss: Callable[[Any], Any], epoch_batches: Callable[[in
                     planned_steps: int, extra_groups: Sequence[Mapping[str, Any]] = (),
                     check_after: Callable[[int], set] = lambda n: {n}, before_epoch: Callable[[], None] | None = None,
                     deadline: float | None = None,
-                    on_check: Callable[[int, int, int, float, float, "TuneResult"], None] | None = None) -> TuneResult:
+                    on_check: Callable[[int, int, int, float, float, "TuneResult"], None] | None = None,
+                    checkpoint=None) -> TuneResult:
     """Train `top` (and the caller's `extra_groups`, AdamW parameter groups such as a head or a
     bilinear form) to lower `loss(rows)`.
 
@@ -233,7 +234,15 @@ def tune_top_layers(top, loss: Callable[[Any], Any], epoch_batches: Callable[[in
     randomness); evaluate() the validation score, checked after the batches `check_after(n)`
     names (1-based, n batches in the epoch) and whenever the deadline stops the run; a checked
     state replaces the best when better(score, best_score). `start` is the (score, state) to
-    beat; snapshot() captures a state. The caller restores `best_state` (None: the start won)."""
+    beat; snapshot() captures a state. The caller restores `best_state` (None: the start won).
+
+    `checkpoint` (a `models.resume.TrainingCheckpoint` scope) saves the loop every few minutes
+    and continues a saved one: the weights of `top` and of the extra groups, the optimiser and
+    schedule, the random states, the epoch's batches and the result so far. A caller's own
+    randomness in `before_epoch` / `epoch_batches` is replayed by calling them again for the
+    epochs already begun, so `loss`, `evaluate` and `on_check` must draw only from the global
+    generators (which are saved), and a caller's record of the checks is best read from
+    `result.checks` (a resumed run calls `on_check` only for the checks it makes itself)."""
     from ..models.training import Optimiser
 
     apply_thread_policy()
@@ -246,15 +255,54 @@ def tune_top_layers(top, loss: Callable[[Any], Any], epoch_batches: Callable[[in
                           clip=top_params + [p for g in extra for p in g["params"]])
     result = TuneResult(best_score=start[0], best_state=start[1], best_step=0, best_position=0.0, steps=0,
                         epochs_run=0, stopped=False, steps_per_epoch=0)
-    for epoch in range(1, epochs + 1):
-        result.epochs_run = epoch
-        if before_epoch is not None:
-            before_epoch()
-        batches = epoch_batches(epoch)
+    params = [p for g in optimiser.optimizer.param_groups for p in g["params"]]
+    loop = checkpoint.loop() if checkpoint is not None else None
+    saved = loop.restore() if loop is not None else None
+    if saved is not None:
+        # the caller's per-epoch randomness, advanced as the first run advanced it; the global
+        # generators it may also have drawn from are set back with the rest below
+        for e in range(1, saved["epoch"] + 1):
+            if before_epoch is not None:
+                before_epoch()
+            epoch_batches(e)
+        top.load_state_dict(saved["top"])
+        _set_flags(top, saved["training"])
+        for p, value in zip(params, saved["params"]):
+            p.data.copy_(value)
+        optimiser.optimizer.load_state_dict(saved["optimizer"])
+        optimiser.scheduler.load_state_dict(saved["scheduler"])
+        result = saved["result"]
+        from ..models.resume import set_rng_state
+
+        set_rng_state(saved["rng"])
+    first = saved["epoch"] if saved is not None else 1
+    epoch, batches, done, total = first, [], 0, 0.0
+
+    def state(epoch, batches, k, total):
+        return {"epoch": epoch, "batches": batches, "k": k, "total": total, "steps": result.steps,
+                "top": top.state_dict(), "training": [m.training for m in top.modules()],
+                "params": [p.detach().clone() for p in params], "optimizer": optimiser.optimizer.state_dict(),
+                "scheduler": optimiser.scheduler.state_dict(), "result": result}
+
+    for epoch in range(first, epochs + 1):
+        if saved is not None and epoch == saved["epoch"]:
+            batches, skip, total, done = saved["batches"], saved["k"], saved["total"], saved["k"]
+            if saved["done"] or skip == len(batches):
+                if saved["done"]:
+                    break
+                result.train_loss.append((total, done))
+                continue
+        else:
+            result.epochs_run = epoch
+            if before_epoch is not None:
+                before_epoch()
+            batches = epoch_batches(epoch)
+            skip, total, done = 0, 0.0, 0
         result.steps_per_epoch = len(batches)
         checks = check_after(len(batches))
-        total, done = 0.0, 0
         for k, rows in enumerate(batches, start=1):
+            if k <= skip:
+                continue
             value = loss(rows)
             total += float(value.detach())
             optimiser.step(value)
@@ -272,10 +320,20 @@ def tune_top_layers(top, loss: Callable[[Any], Any], epoch_batches: Callable[[in
                     on_check(epoch, k, len(batches), score, total, result)
             if result.stopped:
                 break
+            if loop is not None:
+                loop.maybe_save(lambda: state(epoch, batches, k, total))
         result.train_loss.append((total, done))
         if result.stopped:
             break
+    if loop is not None and not (saved is not None and saved["done"]):
+        loop.save(state(epoch, batches, done, total), done=True)
     return result
+
+
+def _set_flags(module, flags) -> None:
+    """Training/evaluation mode of every submodule, as saved."""
+    for m, flag in zip(module.modules(), flags):
+        m.training = flag
 
 
 # -- storage --------------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def cmd_train_encoder(args) -> int:
         eval_dialogues = eval_dialogues[: args.eval_limit]
     enc = DialogueEncoder(**estimator_kwargs(args, args._estimator_flags))
     _log(f"training on {len(dialogues)} dialogues")
-    enc.fit(dialogues, eval_dialogues=eval_dialogues, progress=_log)
+    enc.fit(dialogues, eval_dialogues=eval_dialogues, progress=_log, checkpoint=getattr(args, "_checkpoint", None))
     enc.save(args.output)
     info = {k: v for k, v in enc.training_.items() if k != "log"}
     info["output"] = args.output
@@ -76,9 +76,10 @@ def cmd_train_adem(args) -> int:
     rows = [r for spec in args.data for r in load_rated(spec, quality=args.quality)]
     started = time.time()
     if args.search:
-        _search, model = search_rows(model, rows, SEARCH_GRID, progress=_log)
+        _search, model = search_rows(model, rows, SEARCH_GRID, progress=_log,
+                                     checkpoint=getattr(args, "_checkpoint", None))
     else:
-        model.fit(rows, progress=_log)
+        model.fit(rows, progress=_log, checkpoint=getattr(args, "_checkpoint", None))
     model.save(args.output)
     print(json.dumps({"output": args.output, "rows": len(rows), "total_seconds": round(time.time() - started, 1),
                       **{k: v for k, v in model.training_.items() if k != "curve"}}))

@@ -50,7 +50,8 @@ def cmd_train_lm(args) -> int:
         return cmd_train_lora(args)
     trainer = LMTrainer(**estimator_kwargs(args, args._estimator_flags))
     trainer.fit(_corpus(args), init=args.init, corpus_format=args.corpus_format,
-                reference_corpus=args.reference_corpus, log=lambda m: print(m, file=sys.stderr))
+                reference_corpus=args.reference_corpus, log=lambda m: print(m, file=sys.stderr),
+                checkpoint=getattr(args, "_checkpoint", None))
     trainer.save(args.output)
     info = trainer.info_
     if args.eval_corpus:
@@ -78,7 +79,8 @@ def cmd_train_lora(args) -> int:
 
     log = lambda m: print(m, file=sys.stderr)  # noqa: E731
     trainer = LoraTrainer(**option_set_kwargs(args, "lora"))
-    trainer.fit(_corpus(args), args.lora, reference_corpus=args.reference_corpus, log=log)
+    trainer.fit(_corpus(args), args.lora, reference_corpus=args.reference_corpus, log=log,
+                checkpoint=getattr(args, "_checkpoint", None))
     trainer.save(args.output)
     info = trainer.info_
     log(f"train lm --lora: wrote {args.output} ({info['wall_seconds']:.0f} s wall, {info['cpu_seconds']:.0f} s CPU)")

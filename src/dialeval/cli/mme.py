@@ -17,7 +17,8 @@ def cmd_train(args) -> int:
     say = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
     root = train_mme(args.corpus, args.output, engagement=args.engagement, only=only,
                      encoder_mode="finetune" if args.finetune else "frozen",
-                     **estimator_kwargs(args, args._estimator_flags), say=say)
+                     **estimator_kwargs(args, args._estimator_flags), say=say,
+                     checkpoint=getattr(args, "_checkpoint", None))
     for name in only:
         entry = root["submetrics"][name]
         info = entry["info"]

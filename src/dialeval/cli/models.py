@@ -121,4 +121,7 @@ def add_commands(sub) -> None:
     q.add_argument("--only", help="comma-separated defaults to build (default: all)")
     q.add_argument("-o", "--output", help="folder to write the models to (default: the checkout's "
                                           "packages/dialeval-models/src/dialeval_models)")
+    from .train import add_resume_arguments
+
+    add_resume_arguments(q)
     q.set_defaults(func=cmd_build)

@@ -24,7 +24,19 @@ def cmd_build(args) -> int:
         if not os.path.isdir(out):
             raise DialevalError("give -o DIR (or run from a dialeval checkout, which builds into "
                                 f"{out})")
-    names = build(args.data_root, out, only, say=lambda m: print(m, file=sys.stderr, flush=True))
+    from dialeval.cli.train import run_resumable
+
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    names = []
+
+    def run() -> int:
+        names.extend(build(args.data_root, out, only, say=say, checkpoint=args._checkpoint,
+                           checkpoint_minutes=args.checkpoint_minutes))
+        return 0
+
+    status = run_resumable("models build", args, out, run)
+    if status != 0:
+        return status
     print(f"built {', '.join(names)} into {out}; reinstall the package to use them "
           "(pip install ./packages/dialeval-models), or point DIALEVAL_MODELS_DIR at the folder")
     return 0

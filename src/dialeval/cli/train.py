@@ -109,8 +109,73 @@ def add_train_command(sub, command) -> argparse.ArgumentParser:
         items += (Argument("-o", "--output", required=True, help="model folder to write"),)
     estimator = resolve(command.estimator) if command.estimator is not None else None
     add_command_arguments(p, items, estimator)
+    add_resume_arguments(p)
     p.set_defaults(func=_Runner(command, items))
     return p
+
+
+def add_resume_arguments(p) -> None:
+    """`--resume` and `--checkpoint-minutes`, which every training command takes (models.resume)."""
+    g = p.add_argument_group("stopping and resuming")
+    g.add_argument("--resume", action="store_true",
+                   help="continue the run whose checkpoint is in OUTPUT.checkpoint/ (the same command and "
+                        "arguments; the result is the same bytes as an uninterrupted run)")
+    g.add_argument("--checkpoint-minutes", type=_positive_minutes, default=None, metavar="MINUTES",
+                   help="minutes between checkpoints of a training loop (default: 5)")
+
+
+def _positive_minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+    return value
+
+
+def open_checkpoint(command_name: str, args, output: str | None):
+    """The run's `TrainingCheckpoint` beside `output` (None without an output folder)."""
+    import sys
+
+    from dialeval.models.resume import DEFAULT_MINUTES, TrainingCheckpoint, checkpoint_folder, run_identity
+
+    if output is None:
+        return None
+    minutes = getattr(args, "checkpoint_minutes", None) or DEFAULT_MINUTES
+    return TrainingCheckpoint(checkpoint_folder(output), run_identity(command_name, vars(args)),
+                              every_seconds=60 * minutes, resume=bool(getattr(args, "resume", False)),
+                              say=lambda m: print(f"dialeval: {m}", file=sys.stderr, flush=True)).open()
+
+
+def run_resumable(command_name: str, args, output: str | None, run) -> int:
+    """`run()` with the run's checkpoint on `args._checkpoint`: removed when the run succeeds,
+    kept (and named, with the command that continues it) when it stops on Ctrl-C."""
+    import sys
+
+    checkpoint = open_checkpoint(command_name, args, output)
+    args._checkpoint = checkpoint
+    try:
+        status = run()
+    except KeyboardInterrupt:
+        if checkpoint is None:
+            raise
+        if not checkpoint.has_progress():
+            checkpoint.finish()
+            print("dialeval: interrupted before the first checkpoint: nothing to resume", file=sys.stderr)
+            return 130
+        print(f"dialeval: interrupted; the checkpoint is in {checkpoint.folder}: run the same command with "
+              "--resume to continue", file=sys.stderr)
+        return 130
+    except BaseException:
+        # a refused input or a failure before anything was saved leaves no folder that would
+        # make the corrected command ask for --resume
+        if checkpoint is not None and not checkpoint.has_progress():
+            checkpoint.finish()
+        raise
+    if checkpoint is not None and status == 0:
+        checkpoint.finish()
+    return status
 
 
 class _Runner:
@@ -127,9 +192,11 @@ class _Runner:
         if getattr(args, "device", None) is not None:
             # a torch device that is not here stops every trainer before it reads its data
             args.device = check_device("device", args.device)
+        name = f"{self.command.group} {self.command.name}"
         if self.command.run:
-            return resolve(self.command.run)(args)
-        return default_run(self.command, self.items, args)
+            return run_resumable(name, args, getattr(args, "output", None), lambda: resolve(self.command.run)(args))
+        return run_resumable(name, args, getattr(args, "output", None),
+                             lambda: default_run(self.command, self.items, args))
 
 
 def default_run(command, items, args) -> int:
@@ -139,8 +206,12 @@ def default_run(command, items, args) -> int:
 
     from .options import estimator_kwargs
 
+    import inspect
+
     estimator = resolve(command.estimator)(**estimator_kwargs(args, args._estimator_flags))
     data = {a.dest: getattr(args, a.dest) for a in items if isinstance(a, Argument) and a.dest != "output"}
+    if "checkpoint" in inspect.signature(estimator.fit).parameters:
+        data["checkpoint"] = getattr(args, "_checkpoint", None)
     estimator.fit(**data)
     print(json.dumps({"output": estimator.save(args.output)}))
     return 0

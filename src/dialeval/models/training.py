@@ -117,7 +117,8 @@ def train_causal_lm(model, params: Sequence[Any], sequences: Sequence[tuple[Sequ
                     lr: float, weight_decay: float, schedule: Callable[[int], float], device: str = "cpu",
                     out_of_time: Callable[[], bool] | None = None,
                     after_step: Callable[[LoopState], None] | None = None,
-                    unlikely: Sequence[bool] | None = None, unlikelihood_weight: float = 1.0) -> LoopState:
+                    unlikely: Sequence[bool] | None = None, unlikelihood_weight: float = 1.0,
+                    checkpoint=None) -> LoopState:
     """Train `params` of `model` (a transformers causal LM) for `total_steps` optimiser steps.
 
     `passes()` gives one pass's batches (lists of indices into `sequences`, each an
@@ -126,14 +127,53 @@ def train_causal_lm(model, params: Sequence[Any], sequences: Sequence[tuple[Sequ
     (LambdaLR). `out_of_time()`, asked before each step, ends the run early. The model is in
     training mode during the loop; the caller switches it back. `unlikely` marks sequences
     whose labelled tokens are to be made unlikely (`unlikelihood_loss`); None: the model's own
-    likelihood loss alone."""
+    likelihood loss alone.
+
+    `checkpoint` (a `models.resume.TrainingCheckpoint` scope) saves the loop every few minutes
+    (the model's trainable state, optimiser, schedule, random states, the pass's batches and the
+    position in it) and continues a saved one; `passes()` is called again once for every pass
+    already begun, so a caller's own shuffling generator advances as it did the first time."""
     params = list(params)
     optimiser = Optimiser(params, lr=lr, weight_decay=weight_decay, schedule=schedule, clip=params)
     state = LoopState(started=time.time(), cpu_started=time.process_time())
     model.train()
+    loop = checkpoint.loop() if checkpoint is not None else None
+    saved = loop.restore() if loop is not None else None
+    passes_begun, resume_pass, skip = 0, None, 0
+    if saved is not None:
+        from .resume import set_rng_state
+
+        for _ in range(saved["passes"]):
+            resume_pass = list(passes())
+        passes_begun = saved["passes"]
+        resume_pass, skip = saved["batches"], saved["k"]
+        for p, value in zip(params, saved["params"]):
+            p.data.copy_(value)
+        optimiser.optimizer.load_state_dict(saved["optimizer"])
+        optimiser.scheduler.load_state_dict(saved["scheduler"])
+        state.steps, state.tokens, state.losses = saved["steps"], saved["tokens"], list(saved["losses"])
+        set_rng_state(saved["rng"])
+        if saved["done"]:
+            state.out_of_time = saved["out_of_time"]
+            return state
+
+    def snapshot(batches, k):
+        return {"passes": passes_begun, "batches": batches, "k": k, "steps": state.steps, "tokens": state.tokens,
+                "losses": list(state.losses), "params": [p.detach().clone() for p in params],
+                "optimizer": optimiser.optimizer.state_dict(), "scheduler": optimiser.scheduler.state_dict(),
+                "out_of_time": state.out_of_time}
+
+    batches = []
     while state.steps < total_steps:
         trained = state.steps
-        for rows in passes():
+        if resume_pass is not None:
+            batches, resume_pass = resume_pass, None
+        else:
+            batches, skip = list(passes()), 0
+            passes_begun += 1
+        for k, rows in enumerate(batches, start=1):
+            if k <= skip:
+                continue
             if state.steps >= total_steps:
                 break
             if out_of_time is not None and out_of_time():
@@ -151,6 +191,11 @@ def train_causal_lm(model, params: Sequence[Any], sequences: Sequence[tuple[Sequ
             state.steps += 1
             if after_step is not None:
                 after_step(state)
-        if state.out_of_time or state.steps == trained:   # a pass without a batch would loop forever
+            if loop is not None:
+                loop.maybe_save(lambda: snapshot(batches, k))
+        if state.out_of_time or (state.steps == trained and not skip):   # a pass without a batch would loop forever
             break
+        skip = 0
+    if loop is not None:
+        loop.save(snapshot(batches, len(batches)), done=True)
     return state

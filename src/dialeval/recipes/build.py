@@ -54,9 +54,15 @@ def _run(argv: list[str], threads: int = 1, blas: str | None = None) -> int:
 
 
 def build(data_root: str, out_root: str, only: list[str] | None = None,
-          say: Callable[[str], None] = lambda m: None) -> list[str]:
+          say: Callable[[str], None] = lambda m: None, checkpoint=None,
+          checkpoint_minutes: float | None = None) -> list[str]:
     """Train each default (in `ORDER`) into `out_root/<name>`; returns the names built. The
-    defaults a recipe builds over (`after`) are read from `out_root`."""
+    defaults a recipe builds over (`after`) are read from `out_root`.
+
+    With `checkpoint` (models.resume, the build's own), a default moved into place is recorded
+    as done and a resumed build skips it; the recipe that was running continues from its own
+    checkpoint (`--resume` on its command, beside its staging folder)."""
+    from dialeval.models.resume import checkpoint_folder
     from dialeval.models import defaults
 
     names = [n for n in ORDER if only is None or n in only]
@@ -76,17 +82,32 @@ def build(data_root: str, out_root: str, only: list[str] | None = None,
                     raise DialevalError(f"{name} is built over the default {dep!r}, which is not in {out_root}; "
                                         f"build it first (--only {dep})")
             target = os.path.join(out_root, name)
+            if checkpoint is not None and checkpoint.stage_done(name) and os.path.isdir(target):
+                say(f"models build: {name}: built before the stop, kept")
+                continue
             staging = target + ".tmp-build"
-            shutil.rmtree(staging, ignore_errors=True)
+            argv = recipe.argv(data_root, staging)
+            if checkpoint is not None and checkpoint.resume and os.path.isdir(checkpoint_folder(staging)):
+                argv.append("--resume")
+            else:
+                shutil.rmtree(staging, ignore_errors=True)
+                shutil.rmtree(checkpoint_folder(staging), ignore_errors=True)
+            if checkpoint_minutes:
+                argv += ["--checkpoint-minutes", str(checkpoint_minutes)]
             say(f"models build: {name}: {command_text(name)}")
-            status = _run(recipe.argv(data_root, staging), recipe.threads, recipe.blas)
+            status = _run(argv, recipe.threads, recipe.blas)
+            if status == 130:
+                raise KeyboardInterrupt
             if status != 0:
                 shutil.rmtree(staging, ignore_errors=True)
+                shutil.rmtree(checkpoint_folder(staging), ignore_errors=True)
                 raise DialevalError(f"models build: {name} failed (exit status {status})")
             write_card(staging, recipe)
             normalise(staging, data_root, out_root, final=name)
             shutil.rmtree(target, ignore_errors=True)
             os.replace(staging, target)
+            if checkpoint is not None:
+                checkpoint.mark_stage(name)
             say(f"models build: {name} written to {target}")
     finally:
         if previous is None:

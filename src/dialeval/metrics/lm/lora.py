@@ -184,7 +184,7 @@ class LoraTrainer(Estimator):
         return tuple(self.targets)
 
     def fit(self, corpus: str, base: str, *, base_name: str | None = None, reference_corpus: str | None = None,
-            log: Callable[[str], None] | None = None) -> "LoraTrainer":
+            log: Callable[[str], None] | None = None, checkpoint=None) -> "LoraTrainer":
         """Fine-tune an adapter on `base` (a causal-LM folder, a GGUF file or a packaged
         backbone name) with `corpus`'s query-response pairs; keeps `model_` (the peft model),
         `reference_` (raw scores of the held-out pairs) and `info_` (the training record)."""
@@ -281,7 +281,8 @@ class LoraTrainer(Estimator):
         loop = train_causal_lm(model, params, sequences, pad_id=lm.sep_id, passes=one_pass, total_steps=steps,
                                lr=self.lr, weight_decay=0.0, schedule=lr_at, device=self.device,
                                out_of_time=None if deadline is None else lambda: time.time() >= deadline,
-                               after_step=after_step, unlikely=unlikely, unlikelihood_weight=self.unlikelihood_weight)
+                               after_step=after_step, unlikely=unlikely, unlikelihood_weight=self.unlikelihood_weight,
+                               checkpoint=checkpoint)
         step, losses, tokens_seen = loop.steps, loop.losses, loop.tokens
         stopped = "max_minutes" if loop.out_of_time else "steps"
         train_seconds = loop.seconds

@@ -203,7 +203,7 @@ class LMTrainer(Estimator):
         self.device = device
 
     def fit(self, corpus: str, *, init: str | None = None, corpus_format: str | None = None,
-            reference_corpus: str | None = None, log: Callable[[str], None] = print) -> "LMTrainer":
+            reference_corpus: str | None = None, log: Callable[[str], None] = print, checkpoint=None) -> "LMTrainer":
         """Train (or fine-tune `init`) on `corpus`'s query-response pairs; keeps `model_`,
         `tokenizer_`, `reference_` (raw scores of the held-out pairs) and `info_`."""
         started = time.time()
@@ -241,7 +241,7 @@ class LMTrainer(Estimator):
                 + "; give a larger corpus or --reference-corpus FILE")
         log(f"train lm: read {len(all_pairs)} pairs in {time.time() - started:.1f} s")
         self.model_, self.tokenizer_, self.reference_, self.info_ = _train(
-            cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus, log)
+            cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus, log, checkpoint)
         return self
 
     # -- persistence: a transformers checkpoint folder ------------------------------------------
@@ -287,7 +287,7 @@ def train_lm(corpus: str, out_dir: str, config: LMTrainConfig | None = None, *, 
     return trainer.info_
 
 
-def _train(cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus, log) -> tuple:
+def _train(cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus, log, checkpoint=None) -> tuple:
     """The training proper: (model, tokenizer, reference scores, info)."""
     log("train lm: loading transformers")
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -377,7 +377,7 @@ def _train(cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus,
         passes=lambda: _batches(sequences, cfg.batch_size, rng), total_steps=total, lr=lr,
         weight_decay=cfg.weight_decay, schedule=schedule, device=cfg.device,
         out_of_time=None if deadline is None else lambda: time.time() + reserve >= deadline,
-        after_step=after_step)
+        after_step=after_step, checkpoint=checkpoint)
     step = loop.steps
     stopped_by = "max_minutes" if loop.out_of_time else "epochs"
     if cfg.max_steps is not None and step >= cfg.max_steps and step < int(math.ceil(cfg.epochs * steps_per_epoch)):

@@ -161,7 +161,7 @@ def half_round(tensors: Mapping[str, Any]) -> dict[str, Any]:
 def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], labels: np.ndarray, *,
               seed: int = 0, lr: float = 3e-5, epochs: int = 1, deadline: float | None = None,
               say: Callable[[str], None] | None = None, init: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
-              first_epoch: int = 0) -> tuple[dict[str, Any], dict[str, np.ndarray], dict]:
+              first_epoch: int = 0, checkpoint=None) -> tuple[dict[str, Any], dict[str, np.ndarray], dict]:
     """Tune every layer of `backbone`'s encoder and a linear head on the rows; returns the stored
     (float16-rounded) layer tensors, the head and a record. A seeded VALID_SHARE of the rows is
     held out; the kept state is the one with the lowest held-out loss among the checks.
@@ -248,7 +248,7 @@ def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], label
                              extra_groups=[{"params": [head_w, head_b], "lr": lr * 100, "weight_decay": 0.0}],
                              check_after=lambda n: {max(1, round(n * (j + 1) / CHECKS_PER_EPOCH))
                                                     for j in range(CHECKS_PER_EPOCH)},
-                             deadline=deadline, on_check=on_check)
+                             deadline=deadline, on_check=on_check, checkpoint=checkpoint)
     if result.best_state is not None:
         state, w, b = result.best_state
         top.load_state_dict(state)

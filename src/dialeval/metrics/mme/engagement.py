@@ -26,14 +26,15 @@ class EngagementModel(HeadSubMetric):
                          finetune_epochs=finetune_epochs, finetune_lr=finetune_lr)
 
     def fit(self, texts: Sequence[str], labels: Sequence[float], source: dict | None = None,
-            deadline: float | None = None, say=None) -> "EngagementModel":
+            deadline: float | None = None, say=None, checkpoint=None) -> "EngagementModel":
         started = time.monotonic()
         y = np.asarray(labels, dtype=np.float32)
         if y.max() > 1.0:                       # a 1-5 style scale: min-max to [0, 1]
             y = (y - y.min()) / max(float(y.max() - y.min()), 1e-9)
         texts = list(texts)[: self.max_examples]
         y = y[: len(texts)]
-        return self._fit_columns([texts], y, _single, started, {"sources": source or {}}, deadline, say)
+        return self._fit_columns([texts], y, _single, started, {"sources": source or {}}, deadline, say,
+                                 checkpoint)
 
     def raw(self, responses: Sequence[str]) -> np.ndarray:
         return self.raw_from_features(self._encoder().features(list(responses)))

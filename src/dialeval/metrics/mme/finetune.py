@@ -88,7 +88,7 @@ def load_layers(path: str, expected_layers: Sequence[int], base_dir: str | None 
 def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, combine: Callable,
              head_arrays: Mapping[str, np.ndarray], valid_idx: np.ndarray, *, epochs: int = 3, lr: float = 3e-5,
              batch_size: int = 32, dropout: float = 0.1, seed: int = 0, deadline: float | None = None,
-             say: Callable[[str], None] | None = None) -> tuple[dict, dict[str, np.ndarray], dict]:
+             say: Callable[[str], None] | None = None, checkpoint=None) -> tuple[dict, dict[str, np.ndarray], dict]:
     """Fine-tune the layers above `prep.n_lower` with a head that starts from `head_arrays`.
 
     `columns` are the text inputs of each row (one column: the utterance; two: context and
@@ -166,23 +166,20 @@ def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, co
         rng.shuffle(batches)
         return batches
 
-    history: list[float] = []
-
     def on_check(epoch, done, n_batches, vloss, total, result):
-        history.append(round(vloss, 5))
         say(f"[mme] fine-tune epoch {epoch}{' (stopped by the budget)' if result.stopped else ''}: "
             f"train loss {total / max(done, 1):.4f}, held-out loss {vloss:.4f} (start {start_loss:.4f}), "
             f"{time.monotonic() - started:.0f} s")
 
     start_loss = held_out_loss()
-    history.append(round(start_loss, 5))
     # keep the best held-out state; with no held-out rows (tiny sets), the latest
     result = tune_top_layers(top, lambda rows: loss_fn(forward(rows), yt[torch.as_tensor(rows, device=dev)]),
                              epoch_batches,
                              evaluate=held_out_loss, better=lambda v, best: v < best - 1e-5 or not len(valid_idx),
                              snapshot=snapshot, start=(start_loss, snapshot()), epochs=epochs, lr=lr,
                              planned_steps=planned, extra_groups=[{"params": list(head.parameters()), "lr": lr * 10}],
-                             before_epoch=before_epoch, deadline=deadline, on_check=on_check)
+                             before_epoch=before_epoch, deadline=deadline, on_check=on_check, checkpoint=checkpoint)
+    history = [round(start_loss, 5)] + [round(score, 5) for _, score in result.checks]
     top.load_state_dict(result.best_state[0])
     head.load_state_dict(result.best_state[1])
     hs = head.state_dict()

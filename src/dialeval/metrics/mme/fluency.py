@@ -20,7 +20,8 @@ from .submetric import HeadSubMetric
 class FluencyModel(HeadSubMetric):
     kind = "mme-fm"
 
-    def fit(self, utterances: Sequence[str], deadline: float | None = None, say=None) -> "FluencyModel":
+    def fit(self, utterances: Sequence[str], deadline: float | None = None, say=None,
+            checkpoint=None) -> "FluencyModel":
         started = time.monotonic()
         rng = random.Random(self.seed)
         pool = [u for u in utterances if u.strip()]
@@ -33,7 +34,7 @@ class FluencyModel(HeadSubMetric):
         for _, _, rule in examples:
             rules[rule] = rules.get(rule, 0) + 1
         return self._fit_columns([texts], y, _single, started, {"rules": rules, "source_utterances": len(pool)},
-                                 deadline, say)
+                                 deadline, say, checkpoint)
 
     def raw(self, responses: Sequence[str]) -> np.ndarray:
         return self.raw_from_features(self._encoder().features(list(responses)))

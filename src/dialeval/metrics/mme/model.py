@@ -145,18 +145,21 @@ class MMETrainer(Estimator):
         return start
 
     def fit(self, corpus: str | Sequence[str], *, engagement: str | None = None,
-            say: Callable[[str], None] | None = None, checkpoint: str | None = None) -> "MMETrainer":
+            say: Callable[[str], None] | None = None, save_to: str | None = None,
+            checkpoint=None) -> "MMETrainer":
         """Train `only` on `corpus`, one corpus spec or several read as one (`read_dialogues`;
-        EM on the `engagement` folder). With `checkpoint` (the output folder), the folder is
-        saved after each sub-metric, so a long run that stops keeps what it finished."""
+        EM on the `engagement` folder). With `save_to` (the output folder), the folder is saved
+        after each sub-metric, so a long run that stops keeps what it finished; with
+        `checkpoint` too (models.resume), a resumed run skips the sub-metrics it finished and
+        continues the tuning loop it was in."""
         from .encoder import running
 
         self._check()
         with running(self.device, "fp32"):
-            return self._fit(corpus, engagement=engagement, say=say, checkpoint=checkpoint)
+            return self._fit(corpus, engagement=engagement, say=say, save_to=save_to, checkpoint=checkpoint)
 
     def _fit(self, corpus: str | Sequence[str], *, engagement: str | None, say: Callable[[str], None] | None,
-             checkpoint: str | None) -> "MMETrainer":
+             save_to: str | None, checkpoint=None) -> "MMETrainer":
         from .data import engagement_examples, read_dialogues, sample_dialogues
 
         only = list(self.only)
@@ -189,11 +192,15 @@ class MMETrainer(Estimator):
             if self.max_minutes:
                 left = self.max_minutes * 60 - (time.monotonic() - started)
                 deadline = time.monotonic() + max(left / (len(only) - k), 1.0)
+            if checkpoint is not None and save_to is not None and checkpoint.stage_done(name):
+                say(f"[mme] {name}: finished before the stop, kept in {save_to}")
+                continue
+            part = checkpoint.scope(name) if checkpoint is not None else None
             t0, c0 = time.monotonic(), time.process_time()
             say(f"[mme] training {name} ...")
             if name == "fm":
                 model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder, **tuning).fit(
-                    utterances, deadline, say)
+                    utterances, deadline, say, checkpoint=part)
             elif name == "rm":
                 rm_examples = int(self.rm_max_examples or max_examples)
                 rm_sample = sample if rm_examples == max_examples else sample_dialogues(dialogues, rm_examples, seed)
@@ -202,13 +209,15 @@ class MMETrainer(Estimator):
                                       hard_negatives=self.rm_hard_negatives, hard_share=self.rm_hard_share,
                                       dialogue_share=float(self.rm_dialogue_share),
                                       **rm_tuning).fit(rm_sample, deadline, say,
-                                                       start=self._rm_start() if self.rm_init else None)
+                                                       start=self._rm_start() if self.rm_init else None,
+                                                       checkpoint=part)
             elif name == "tcm":
                 model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder).fit(
                     sample, graph_dialogues=dialogues, deadline=deadline)
             elif name == "em":
                 texts, labels, counts = engagement_examples(engagement)
-                model = classes[name](seed=seed, encoder=encoder, **tuning).fit(texts, labels, counts, deadline, say)
+                model = classes[name](seed=seed, encoder=encoder, **tuning).fit(texts, labels, counts, deadline, say,
+                                                                                checkpoint=part)
             else:
                 model = classes[name](max_sentences=self.sm_sentences, seed=seed).fit(
                     [u for d in dialogues for u in d], deadline)
@@ -219,8 +228,10 @@ class MMETrainer(Estimator):
                 "wall_seconds": round(time.monotonic() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1)}
             say(f"[mme] {name}: {self.records_[name]['wall_seconds']} s wall, "
                 f"{self.records_[name]['cpu_seconds']} s CPU")
-            if checkpoint is not None:
-                self.save(checkpoint)
+            if save_to is not None:
+                self.save(save_to)
+                if checkpoint is not None:
+                    checkpoint.mark_stage(name)
         return self
 
     # -- persistence ---------------------------------------------------------------------------
@@ -282,10 +293,10 @@ class MMETrainer(Estimator):
 
 
 def train_mme(corpus: str | Sequence[str], output: str, *, engagement: str | None = None,
-              say: Callable[[str], None] | None = None, **params: Any) -> dict[str, Any]:
+              say: Callable[[str], None] | None = None, checkpoint=None, **params: Any) -> dict[str, Any]:
     """Train `MMETrainer(**params)` into `output`, saving after each sub-metric; returns the
     folder's root record (mme.json)."""
-    MMETrainer(**params).fit(corpus, engagement=engagement, say=say, checkpoint=output)
+    MMETrainer(**params).fit(corpus, engagement=engagement, say=say, save_to=output, checkpoint=checkpoint)
     return _read_root(output)
 
 

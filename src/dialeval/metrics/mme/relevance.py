@@ -114,7 +114,7 @@ class RelevanceModel(HeadSubMetric):
             super()._check_mode()
 
     def fit(self, dialogues: Sequence[list[str]], deadline: float | None = None, say=None,
-            start: "RelevanceModel | None" = None) -> "RelevanceModel":
+            start: "RelevanceModel | None" = None, checkpoint=None) -> "RelevanceModel":
         """`start`: a trained cross-encoder RM whose layers and head the training continues from
         (`check_start` says which can be); the rows are this fit's own."""
         started = time.monotonic()
@@ -158,9 +158,9 @@ class RelevanceModel(HeadSubMetric):
             info["dialogue_negatives"] = len(made)
         if self.encoder_mode == "cross":
             return self._fit_cross(ctx_texts, resp_texts, np.array(labels, dtype=np.float32), started, info,
-                                   deadline, say, start)
+                                   deadline, say, start, checkpoint)
         return self._fit_columns([ctx_texts, resp_texts], np.array(labels, dtype=np.float32), pair_features,
-                                 started, info, deadline, say)
+                                 started, info, deadline, say, checkpoint)
 
     def _families(self) -> list[str]:
         from ...data.variants import TRAINABLE, check_families
@@ -227,7 +227,8 @@ class RelevanceModel(HeadSubMetric):
         return self.raw_from_features(pair_features(enc.features(ctx), enc.features(list(responses))))
 
     # -- the cross-encoder variant (cross.py) ------------------------------------------------
-    def _fit_cross(self, ctx_texts, resp_texts, y, started, info, deadline, say, start=None) -> "RelevanceModel":
+    def _fit_cross(self, ctx_texts, resp_texts, y, started, info, deadline, say, start=None,
+                   checkpoint=None) -> "RelevanceModel":
         from .cross import CrossScorer, fit_cross
         from .encoder import backbone, runtime
         from .heads import sigmoid
@@ -240,7 +241,7 @@ class RelevanceModel(HeadSubMetric):
             info["continued_from"] = {"weights_id": start.weights_id_, "epochs_before": first_epoch}
         tensors, head, record = fit_cross(base, ctx_texts, resp_texts, y, seed=self.seed, lr=self.finetune_lr,
                                           epochs=self.finetune_epochs, deadline=deadline, say=say, init=init,
-                                          first_epoch=first_epoch)
+                                          first_epoch=first_epoch, checkpoint=checkpoint)
         valid = record.pop("valid")
         self.cross_layers_ = tensors
         self.head_ = head

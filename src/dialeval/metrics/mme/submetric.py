@@ -72,8 +72,9 @@ class HeadSubMetric(Estimator):
 
     def _fit_columns(self, columns: Sequence[Sequence[str]], y: np.ndarray, combine: Callable,
                      started: float, info: dict[str, Any], deadline: float | None = None,
-                     say: Callable[[str], None] | None = None) -> "HeadSubMetric":
-        """Fit on rows made of one text per column (`combine` joins their features)."""
+                     say: Callable[[str], None] | None = None, checkpoint=None) -> "HeadSubMetric":
+        """Fit on rows made of one text per column (`combine` joins their features); with the
+        encoder tuned, `checkpoint` (models.resume) saves and continues the tuning loop."""
         self._check_mode()
         self._tuned_encoder = None
         if self.encoder_mode == "frozen":
@@ -88,7 +89,7 @@ class HeadSubMetric(Estimator):
         frozen_info = {k: self.info_[k] for k in ("valid_loss", "valid_accuracy", "epochs") if k in self.info_}
         tensors, arrays, ft_info = finetune(prep, columns, y, combine, self.head_, self._valid_idx,
                                             epochs=self.finetune_epochs, lr=self.finetune_lr, seed=self.seed,
-                                            deadline=deadline, say=say)
+                                            deadline=deadline, say=say, checkpoint=checkpoint)
         self.head_ = arrays
         self.tuned_layers_ = tensors
         self.tuned_indices_ = list(ft_info["tuned_layer_indices"])

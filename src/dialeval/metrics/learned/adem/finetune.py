@@ -132,7 +132,7 @@ class RowTexts:
 
 def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray, val: RowTexts, y_val: np.ndarray,
                   *, layers: int, epochs: int, lr: float, model_dir: str, deadline: float | None = None,
-                  say: Callable[[str], None] | None = None) -> dict:
+                  say: Callable[[str], None] | None = None, checkpoint=None) -> dict:
     """Train the top `layers` layers with M, N of a stage-1-fitted `model` (an `Adem`).
 
     `order_pool` lists the training row indices of an epoch (stage 1's oversampled rows).
@@ -220,7 +220,6 @@ def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray,
 
     def on_check(epoch, k, n_batches, score, total, result):
         position = epoch - 1 + k / n_batches
-        curve.append({"epoch": round(position, 2), "val_spearman": round(score, 5)})
         say(f"[adem] stage 2 epoch {position:.2f}: validation Spearman {score:.4f} "
             f"(best {previous_best[0]:.4f}), train loss/row {total / max(1, k * batch_size):.4f}, "
             f"{time.monotonic() - started:.0f} s")
@@ -228,14 +227,16 @@ def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray,
 
     stage1 = float(model.training_["val_spearman"])
     start = val_spearman()     # the stage-1 model through the torch pipeline (= stage1 up to ~1e-7)
-    curve = [{"epoch": 0.0, "val_spearman": round(start, 5)}]
     previous_best = [stage1]
     say(f"[adem] stage 2 start: validation Spearman {start:.4f} (stage 1: {stage1:.4f})")
     result = tune_top_layers(top, batch_loss, epoch_batches, evaluate=val_spearman,
                              better=lambda score, best: score > best + 1e-6, snapshot=snapshot, start=(stage1, None),
                              epochs=epochs, lr=lr, planned_steps=max(1, epochs * per_epoch),
                              extra_groups=[{"params": used, "lr": float(model.lr), "weight_decay": 0.0}],
-                             check_after=lambda n: checks, deadline=deadline, on_check=on_check)
+                             check_after=lambda n: checks, deadline=deadline, on_check=on_check,
+                             checkpoint=checkpoint)
+    curve = [{"epoch": 0.0, "val_spearman": round(start, 5)}] + [
+        {"epoch": round(position, 2), "val_spearman": round(score, 5)} for position, score in result.checks]
     info = {"finetune_layers": layers, "tuned_layer_indices": list(range(n_lower, prep.n_layers)),
             "epochs_run": result.epochs_run, "steps": result.steps, "steps_per_epoch": per_epoch,
             "stopped_by_deadline": result.stopped, "val_spearman_stage1": round(stage1, 5),
@@ -251,7 +252,7 @@ def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray,
 
 
 def finetune_rows(model, rows: Sequence, train_idx: Sequence[int], val_idx: Sequence[int], *,
-                  progress: Callable[[str], None] | None = None):
+                  progress: Callable[[str], None] | None = None, checkpoint=None):
     """See `Adem.finetune_rows`: the rated rows as stage 2 reads them (stage 1's split, its
     oversampled epoch), `finetune_adem`, then the winning layers made the model's encoder."""
     from ....errors import DialevalError
@@ -280,7 +281,8 @@ def finetune_rows(model, rows: Sequence, train_idx: Sequence[int], val_idx: Sequ
     model._tuned = None
     info = finetune_adem(model, texts(tr), y, pool, texts(va), np.array([r.score for r in va]),
                          layers=layers, epochs=int(model.finetune_epochs), lr=float(model.finetune_lr),
-                         model_dir=make_encoder(model.encoder, k).model_dir, deadline=deadline, say=progress)
+                         model_dir=make_encoder(model.encoder, k).model_dir, deadline=deadline, say=progress,
+                         checkpoint=checkpoint)
     tuned = model.__dict__.pop("tuned_layers_")
     model.training_["finetune"] = info
     return model.set_tuned_layers(tuned)

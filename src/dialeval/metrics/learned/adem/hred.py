@@ -250,7 +250,9 @@ class DialogueEncoder(Estimator):
         return check_device("device", self.device)
 
     def fit(self, dialogues: Sequence[Sequence[str]], *, eval_dialogues: Sequence[Sequence[str]] | None = None,
-            progress: Callable[[str], None] | None = None) -> "DialogueEncoder":
+            progress: Callable[[str], None] | None = None, checkpoint=None) -> "DialogueEncoder":
+        """Train on `dialogues`; `checkpoint` (models.resume) saves the loop every few minutes, with
+        the word-drop generator's state, and continues a saved one."""
         import torch
 
         if not dialogues:
@@ -283,17 +285,41 @@ class DialogueEncoder(Estimator):
         step, stopped_by, log = 0, "epochs", []
         window = [0.0, 0.0, 0]
         device = self._device()
+        loop = checkpoint.loop() if checkpoint is not None else None
+        saved = loop.restore() if loop is not None else None
+        batches, skip = None, 0
+        if saved is not None:
+            from ....models.resume import set_rng_state
+
+            net.load_state_dict(saved["net"])
+            opt.load_state_dict(saved["optimizer"])
+            rng.setstate(saved["word_rng"])
+            set_rng_state(saved["rng"])
+            step, stopped_by, log, window = saved["steps"], saved["stopped_by"], saved["log"], saved["window"]
+            batches, skip = saved["batches"], saved["k"]
+            if saved["done"]:
+                total_steps = step
+
+        def snapshot(k):
+            return {"net": net.state_dict(), "optimizer": opt.state_dict(), "word_rng": rng.getstate(),
+                    "steps": step, "stopped_by": stopped_by, "log": list(log), "window": list(window),
+                    "batches": batches, "k": k}
+
         while step < total_steps:
-            order = list(range(len(examples)))
-            rng.shuffle(order)
-            # buckets of 50 batches sorted by response length: less padding, still shuffled
-            chunk = self.batch_size * 50
-            batches = []
-            for start in range(0, len(order), chunk):
-                part = sorted(order[start:start + chunk], key=lambda i: len(examples[i][1]))
-                batches += [part[j:j + self.batch_size] for j in range(0, len(part), self.batch_size)]
-            rng.shuffle(batches)
-            for idx in batches:
+            if batches is None:
+                order = list(range(len(examples)))
+                rng.shuffle(order)
+                # buckets of 50 batches sorted by response length: less padding, still shuffled
+                chunk = self.batch_size * 50
+                batches = []
+                for start in range(0, len(order), chunk):
+                    part = sorted(order[start:start + chunk], key=lambda i: len(examples[i][1]))
+                    batches += [part[j:j + self.batch_size] for j in range(0, len(part), self.batch_size)]
+                rng.shuffle(batches)
+                skip = 0
+            for k, idx in enumerate(batches, start=1):
+                if k <= skip:
+                    continue
                 if step >= total_steps:
                     break
                 if deadline is not None and time.time() > deadline:
@@ -321,9 +347,14 @@ class DialogueEncoder(Estimator):
                         progress(f"step {step}/{total_steps}  {entry['minutes']:.1f} min  "
                                  f"nll/tok {entry['nll_per_token']:.3f}  kl/tok {entry['kl_per_token']:.3f}  "
                                  f"kl weight {weight:.2f}")
+                if loop is not None:
+                    loop.maybe_save(lambda: snapshot(k))
             else:
+                batches = None
                 continue
             break
+        if loop is not None and not (saved is not None and saved["done"]):
+            loop.save(snapshot(len(batches or [])), done=True)
         net.eval()
         self.weights_ = {k: v.detach().cpu().numpy() for k, v in net.state_dict().items()}
         self.training_ = {"steps": step, "stopped_by": stopped_by, "examples": len(examples),

@@ -200,36 +200,40 @@ class Adem(Estimator):
         return getattr(self, "tuned_layers_", None) is not None
 
     # -- fitting (training.py, finetune.py, search.py) -------------------------------------
-    def fit(self, rows: Sequence[RatedRow], *, progress: Callable[[str], None] | None = None) -> "Adem":
+    def fit(self, rows: Sequence[RatedRow], *, progress: Callable[[str], None] | None = None,
+            checkpoint=None) -> "Adem":
         """Encode `rows`, split off a validation part by context, and train (stage 1, then stage
         2 when `finetune_layers` > 0). A settings search is `dialeval.models.search.SettingsSearch`
         over `fit_vectors` on `prepare(rows)`, then `finish` on its best estimator (what
         `train adem --search` does, see `search_rows`)."""
         prepared = self.prepare(rows)
         self.fit_vectors(*prepared.train, val=prepared.val, progress=progress)
-        return self.finish(prepared, progress=progress)
+        return self.finish(prepared, progress=progress, checkpoint=checkpoint)
 
     def prepare(self, rows: Sequence[RatedRow]) -> PreparedRows:
         """The usable rows, their training/validation split (by context) and their encoder
         vectors: what every stage-1 fit on `rows` starts from, computed once."""
         return training.prepare(self, rows)
 
-    def finish(self, prepared: PreparedRows, *, progress: Callable[[str], None] | None = None) -> "Adem":
-        """After stage 1 on `prepared`: stage 2 when asked, then the provenance record."""
+    def finish(self, prepared: PreparedRows, *, progress: Callable[[str], None] | None = None,
+               checkpoint=None) -> "Adem":
+        """After stage 1 on `prepared`: stage 2 when asked (its tuning loop saved to and continued
+        from `checkpoint`, models.resume), then the provenance record."""
         if int(self.finetune_layers or 0):
-            self.finetune_rows(prepared.rows, prepared.train_idx, prepared.val_idx, progress=progress)
+            self.finetune_rows(prepared.rows, prepared.train_idx, prepared.val_idx, progress=progress,
+                               checkpoint=checkpoint)
         self.record_provenance(prepared.rows)
         self.training_["rows_split"] = {"train": len(prepared.train_idx), "validation": len(prepared.val_idx)}
         return self
 
     def finetune_rows(self, rows: Sequence[RatedRow], train_idx: Sequence[int], val_idx: Sequence[int], *,
-                      progress: Callable[[str], None] | None = None) -> "Adem":
+                      progress: Callable[[str], None] | None = None, checkpoint=None) -> "Adem":
         """Stage 2 (`finetune.py`) on a model fitted by `fit_vectors`/`search_vectors` on the same
         training and validation rows: the top `finetune_layers` MiniLM layers with M and N.
         Keeps the stage-1 model when no stage-2 state beats its validation Spearman."""
         from .finetune import finetune_rows
 
-        return finetune_rows(self, rows, train_idx, val_idx, progress=progress)
+        return finetune_rows(self, rows, train_idx, val_idx, progress=progress, checkpoint=checkpoint)
 
     def record_provenance(self, rows: Sequence[RatedRow]) -> None:
         """Store the per-dataset scale mapping of `rows` and the encoder's fingerprint (called by

@@ -39,7 +39,7 @@ def vector_search(model, grid: Mapping[str, Sequence], val: tuple, *,
 
 
 def search_rows(model, rows: Sequence[RatedRow], grid: Mapping[str, Sequence], *,
-                progress: Callable[[str], None] | None = None):
+                progress: Callable[[str], None] | None = None, checkpoint=None):
     """(search, best model): the rows encoded once, stage 1 searched over `grid`, then the best
     candidate finished (stage 2 when asked, provenance); its training record keeps the table of
     candidates under "search" as `train adem --search` always reported it."""
@@ -47,7 +47,7 @@ def search_rows(model, rows: Sequence[RatedRow], grid: Mapping[str, Sequence], *
     search = vector_search(model, grid, prepared.val, progress=progress).fit(*prepared.train, val=prepared.val)
     best = search.best_estimator_
     best.training_ = {**best.training_, "search": search.results_, "search_seconds": search.seconds_}
-    return search, best.finish(prepared, progress=progress)
+    return search, best.finish(prepared, progress=progress, checkpoint=checkpoint)
 
 
 def become_best(model, grid: Mapping[str, Sequence], *vectors, val: tuple,
