@@ -53,7 +53,8 @@ def test_correlate_levels_table_and_plots(tmp_path, capsys):
                  "--plot", str(plots), "--metrics", "good,noise"]) == 0
     captured = capsys.readouterr()
     assert "dialogue" in captured.out and "system" in captured.out
-    assert "only 4 points" in captured.err  # 4 systems: warned
+    # 4 systems: said once, by the note on too few systems (not a few-points line per metric)
+    assert "system level: only 4 systems" in captured.err and "over only" not in captured.err
     pngs = sorted(p.name for p in plots.iterdir())
     # turn-level scatters; dialogue and system levels draw one point per dialogue / system
     assert pngs == ["dialogue_good_overall.png", "dialogue_noise_overall.png",

@@ -100,11 +100,12 @@ def test_report_opens_in_chromium(usr_report, tmp_path):
         ascending = page.evaluate(read)
         page.evaluate(click)
         descending = page.evaluate(read)
-        # a text column too: the correlation table by metric name
+        # a text column too: the correlation table (a row per metric) by metric name
         names = page.evaluate(
             "(() => { const t = document.getElementById('table-correlation');"
-            " t.tHead.rows[0].cells[3].click();"
-            " return Array.from(t.tBodies[0].rows).map(r => r.cells[3].textContent); })()")
+            " const i = Array.from(t.tHead.rows[0].cells).findIndex(c => c.textContent === 'metric');"
+            " t.tHead.rows[0].cells[i].click();"
+            " return Array.from(t.tBodies[0].rows).map(r => r.cells[i].textContent); })()")
         assert page.console_errors() == []
     assert ascending == sorted(before) and descending == sorted(before, reverse=True)
     assert names == sorted(names)

@@ -17,7 +17,7 @@ def _make_score():
     the registry (`scoring_doc`) without making `import dialeval` read every metric module."""
     from .scoring_doc import score_doc
 
-    def score(samples, metrics, **options):
+    def score(samples, metrics=None, **options):
         from .scoring import score as _score
 
         return _score(samples, metrics, **options)

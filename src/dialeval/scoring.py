@@ -43,6 +43,16 @@ class ScoreResult:
     notes: list[str] = field(default_factory=list)
     scored: dict[str, dict[str, int]] = field(default_factory=dict)   # system -> metric -> scored rows
 
+    def __repr__(self) -> str:
+        """A summary, not the fields: the dataclass's own repr printed every sample (80 KB for
+        a small set) where a notebook user wanted to see what came back."""
+        corpus = ", ".join(f"{m}={self.corpus[m]:.4f}" for m in self.metrics)
+        systems = list(self.systems)
+        shown = ", ".join(map(repr, systems[:5])) + (f", ... ({len(systems)} in all)" if len(systems) > 5 else "")
+        return (f"<ScoreResult: {len(self.samples):,} samples, {len(systems)} system"
+                f"{'s' if len(systems) != 1 else ''} [{shown}]; corpus {corpus or 'none'}; "
+                ".sentence, .systems, .records(), .to_pandas()>")
+
     def records(self) -> Iterable[dict[str, Any]]:
         """Per-sample output rows: id, system, response, references, scores, and the input's
         ratings/context/meta (the rows `dialeval score -o` writes)."""
@@ -86,7 +96,7 @@ def group_by_system(samples: Sequence[Sample]) -> dict[str, list[int]]:
     return groups
 
 
-def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode: str = "multi",
+def score(samples: Iterable[Any], metrics: Sequence[str | Metric] | str | None = None, *, refs_mode: str = "multi",
           tokenizer: str | None = None, progress: bool | None = None, backend: str = "local",
           workers: int | None = None, scheduler: str | None = None, chunk_size: int | None = None,
           **metric_options: Any) -> ScoreResult:
@@ -96,7 +106,9 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
     samples: `Sample`s, dicts (`response`, `references`, `context`, `id`, `system`, `ratings`)
         or a pandas DataFrame with those columns (`rating:<quality>` columns become ratings).
     metrics: registry names (`dialeval metrics` lists them; `"all"` means every metric that can
-        be built with the given options) or `Metric` objects.
+        be built with the given options), a comma-separated string of them, or `Metric` objects;
+        None: the command line's default list (`dialeval score` without --metrics), so that
+        `score(df)` gives what `dialeval score` gives.
 
     Options for every metric:
         refs_mode: how several references combine: multi (each metric's original rule), max or mean
@@ -122,6 +134,12 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric], *, refs_mode:
     samples = from_records(samples)
     if not samples:
         raise DialevalError("no samples to score")
+    if metrics is None:
+        from .cli.main import DEFAULT_METRICS   # one list for both doors (a light module)
+
+        metrics = DEFAULT_METRICS
+    if isinstance(metrics, str):
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     notes: list[str] = []
     plan = make_plan(metrics, refs_mode=refs_mode, tokenizer=tokenizer,
                      chunk_size=chunk_size or DEFAULT_CHUNK_SIZE, notes=notes, **metric_options)

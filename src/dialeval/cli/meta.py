@@ -24,6 +24,34 @@ def _warn(message: str) -> None:
     print(f"dialeval: warning: {message}", file=sys.stderr)
 
 
+class FewPoints:
+    """The "over only N points" warnings of one command, said once each: `correlation_rows`
+    warns per metric, and `--level all` over 23 metrics printed 23 lines that differ only in the
+    metric's name. A system-level one is left out where a row is descriptive only: the note on
+    too few systems (`descriptive_notes`) says it, with why."""
+
+    def __init__(self):
+        self.said: dict[str, list[str]] = {}
+
+    def __call__(self, message: str) -> None:
+        where, _, text = message.rpartition(": ")
+        self.said.setdefault(text, [])
+        if where and where not in self.said[text]:
+            self.said[text].append(where)
+
+    def flush(self, descriptive: bool) -> None:
+        for text, where in self.said.items():
+            if descriptive and text.startswith("system-level correlation over only"):
+                continue
+            # `where` is "metric, quality" per metric: the metrics, then the quality, once
+            metrics = [w.rpartition(", ")[0] or w for w in where]
+            qualities = list(dict.fromkeys(w.rpartition(", ")[2] for w in where if ", " in w))
+            listed = ", ".join(metrics) if len(metrics) <= 4 else f"{len(metrics)} metrics"
+            named = f" ({'; '.join([listed] + qualities)})" if where else ""
+            _warn(f"{text}{named}")
+        self.said = {}
+
+
 def _correlation_table(rows: list[dict], fmt: str) -> str:
     from dialeval.report.tables import correlation_table
 
@@ -60,11 +88,14 @@ def _methods(arg: str) -> list[str]:
     return methods
 
 
-def _print_result(args, correlations: list[dict], comparisons: list[dict], extra: dict) -> None:
+def _print_result(args, correlations: list[dict], comparisons: list[dict], extra: dict,
+                  few: FewPoints | None = None) -> None:
     from dialeval.data.writers import json_value
     from dialeval.meta.evaluate import descriptive_notes
 
     caveats = descriptive_notes(correlations, comparisons)   # too few systems: r only
+    if few is not None:
+        few.flush(descriptive=bool(caveats))
     for caveat in caveats:
         print(f"dialeval: note: {caveat}", file=sys.stderr)
     if args.json:
@@ -86,13 +117,13 @@ def _print_result(args, correlations: list[dict], comparisons: list[dict], extra
 
 
 def _analyse(args, rows: list[dict], quality: str, levels: list[str], metrics=None,
-             measures=None):
+             measures=None, warn=_warn):
     from dialeval.meta.evaluate import columns, comparison_rows, correlation_rows
 
     values, human, dialogues, systems = columns(rows, quality, metrics)
     corr = correlation_rows(values, human, quality=quality, levels=levels,
                             methods=_methods(args.method), dialogues=dialogues, systems=systems,
-                            n_boot=args.n_boot, seed=args.seed, warn=_warn, measures=measures)
+                            n_boot=args.n_boot, seed=args.seed, warn=warn, measures=measures)
     comps = []
     if args.compare and len(values) > 1:
         # The comparison uses --compare-method, else the first --method, so that
@@ -191,13 +222,14 @@ def cmd_correlate(args) -> int:
             raise DialevalError(f"{args.scores} has no scores for {', '.join(missing)}; "
                                 f"it has {', '.join(present) or 'none'}")
     measures = _system_measures(rows, wanted) if "system" in levels else None
-    values, human, corr, comps = _analyse(args, rows, args.human, levels, wanted, measures)
+    few = FewPoints()
+    values, human, corr, comps = _analyse(args, rows, args.human, levels, wanted, measures, warn=few)
     described = _level_notes(rows, levels, values, human, measures)
     plots = []
     if args.plot:
         plots = _correlate_plots(args, rows, values, human, levels, described.get("system_points"))
     _print_result(args, corr, comps, {"input": args.scores, "quality": args.human, **described,
-                                      **({"plots": plots} if plots else {})})
+                                      **({"plots": plots} if plots else {})}, few)
     _print_levels(args, described)
     if plots and not args.json:
         print(f"plots: {', '.join(plots)}", file=sys.stderr)
@@ -284,11 +316,12 @@ def cmd_evaluate(args) -> int:
     result = score(dataset.samples, _names(args.metrics) or [], refs_mode=args.refs_mode,
                    tokenizer=args.tokenize, **_metric_options(args))
     _check_scored(result, dataset)
+    few = FewPoints()
     ev = evaluate_scored(dataset, result, qualities=_names(args.qualities),
                          levels=None if args.level is None else _levels(args.level, "turn"),
                          methods=_methods(args.method), compare_metrics=args.compare,
                          compare_method=args.compare_method or _methods(args.method)[0],
-                         n_boot=args.n_boot, seed=args.seed, warn=_warn)
+                         n_boot=args.n_boot, seed=args.seed, warn=few)
     if ev.dataset.system_ratings and args.level not in (None, "system"):
         _warn(f"{ev.dataset.info.name} has only system-level human scores; --level ignored")
     if args.output:
@@ -297,7 +330,7 @@ def cmd_evaluate(args) -> int:
     if args.report:
         _evaluation_report(args, ev)
     extra = dict(ev.extra, **({"plots": plots} if plots else {}))
-    _print_result(args, ev.correlations, ev.comparisons, extra)
+    _print_result(args, ev.correlations, ev.comparisons, extra, few)
     if plots and not args.json:
         print(f"plots: {', '.join(plots)}", file=sys.stderr)
     return 0

@@ -322,9 +322,15 @@ def _ranks(v: np.ndarray) -> np.ndarray:
     return out
 
 
+SHOWN_DIGITS = 4   # the report prints a metric's value with 4 decimals (`html._fmt_num`)
+
+
 def _disagreements(rows, metric: np.ndarray, human: np.ndarray, quality: str, k: int) -> list[dict]:
-    """The `k` items whose metric percentile rank is furthest from their human percentile rank."""
-    pm, ph = _ranks(metric), _ranks(human)
+    """The `k` items whose metric percentile rank is furthest from their human percentile rank.
+    The metric is ranked as printed (`SHOWN_DIGITS` decimals): sentence BLEU's smoothing floors
+    (1e-9, 3e-7, ...) all print 0.0000, and ranking them apart put rows the reader sees as tied
+    at the top of the list as the metric's strongest disagreements."""
+    pm, ph = _ranks(np.round(metric, SHOWN_DIGITS)), _ranks(human)
     gap = np.abs(pm - ph)
     ok = np.isfinite(gap)
     order = sorted(np.flatnonzero(ok), key=lambda i: (-gap[i], i))[:k]

@@ -79,10 +79,26 @@ def report_data(a: ReportAnalysis, *, title: str = "dialeval report",
         "system_rows": a.system_rows, "notes": cmp["notes"],
         "warnings": list(getattr(a.comparison, "warnings", [])),
         "remarks": list(getattr(a.comparison, "remarks", [])) + list(dict.fromkeys(caveats)),
-        "correlations": a.correlations, "heatmap_svg": heatmap_svg, "scatter": scatter,
+        "correlations": a.correlations, "correlation_grid": correlation_grid(a.correlations),
+        "heatmap_svg": heatmap_svg, "scatter": scatter,
         "agreement": a.agreement, "disagreements": a.disagreements,
         "n_rows": a.n_rows, "n_systems": len(a.systems),
     }
+
+
+def correlation_grid(rows: Sequence[dict]) -> dict:
+    """The correlation rows grouped for reading: one row per (quality, metric), one column per
+    (level, method) present, each cell one correlation row (None where absent). Flat, 23
+    metrics at three levels and three methods made a 207-row list in which a metric's numbers
+    lay far apart; the flat rows stay, folded, for their p, CI, n and Williams' test."""
+    columns = list(dict.fromkeys((c["level"], c["method"]) for c in rows))
+    where = {key: i for i, key in enumerate(columns)}
+    grid: dict[tuple[str, str], list] = {}
+    for c in rows:
+        cells = grid.setdefault((c["quality"], c["metric"]), [None] * len(columns))
+        cells[where[(c["level"], c["method"])]] = c
+    return {"columns": [{"level": level, "method": method} for level, method in columns],
+            "rows": [{"quality": q, "metric": m, "cells": cells} for (q, m), cells in grid.items()]}
 
 
 def _draw(f: Scatter, colours: dict[str, str]) -> str:
