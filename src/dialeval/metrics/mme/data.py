@@ -111,6 +111,22 @@ class Pair:
     response: str
 
 
+def written_negatives(specs: Sequence[str]) -> dict[tuple[str, ...], list[str]]:
+    """Replies people wrote to be wrong for a dialogue's last turn (DailyDialog++'s adversarial
+    negatives), by the dialogue's turns: what a corpus read by name keeps in `meta["adversarial"]`.
+    Keyed by the turns rather than a position, so they follow a dialogue through sampling."""
+    from ...data.corpus import read_dialogues as read_named, split_spec
+
+    found: dict[tuple[str, ...], list[str]] = {}
+    for spec in specs:
+        if not split_spec(spec)[0]:
+            continue
+        for d in read_named(spec):
+            if d.meta.get("adversarial"):
+                found.setdefault(tuple(d.turns), list(d.meta["adversarial"]))
+    return found
+
+
 def read_dialogues(spec: str) -> list[list[str]]:
     """Training dialogues from one corpus spec (`dialeval.data.corpus.read_corpus_spec`).
 

@@ -77,6 +77,8 @@ class MMETrainer(Estimator):
       rm_hard_negatives: probe families RM trains against besides its random negatives
         (parrot, loop, generic, ...; empty: none, the paper's recipe)
       rm_hard_share: the share of RM's training pairs that get one hard negative
+      rm_written_share: the share of RM's pairs from a corpus with replies people wrote to be wrong
+        (DailyDialog++'s adversarial negatives, `dailydialog-pp:`) that get one as a negative
       rm_dialogue_share: the share of RM's training pairs that get one more negative drawn from
         their own dialogue (an utterance outside the context read and not the next one; 0: none)
       rm_encoder_mode: RM's own encoder mode, when not the others': cross (one MiniLM reads
@@ -88,20 +90,21 @@ class MMETrainer(Estimator):
     """
 
     kind = KIND
-    quiet_params = ("rm_encoder_mode", "rm_init", "rm_dialogue_share")
+    quiet_params = ("rm_encoder_mode", "rm_init", "rm_dialogue_share", "rm_written_share")
 
     def __init__(self, only: Sequence[str] = SUBMETRICS, max_minutes: float | None = None, max_examples: int = 3000,
                  sm_sentences: int = 10000, seed: int = 0, device: str = "cpu", encoder: str | None = None,
                  encoder_mode: Literal["frozen", "finetune"] = "frozen", finetune_layers: int = 2,
                  finetune_epochs: int = 3, finetune_lr: float = 3e-5, rm_max_examples: int | None = None,
                  rm_hard_negatives: str = "", rm_hard_share: float = 0.2, rm_encoder_mode: str | None = None,
-                 rm_init: str | None = None, rm_dialogue_share: float = 0.0):
+                 rm_init: str | None = None, rm_dialogue_share: float = 0.0, rm_written_share: float = 0.0):
         self.rm_encoder_mode = rm_encoder_mode
         self.rm_init = rm_init
         self.rm_max_examples = rm_max_examples
         self.rm_hard_negatives = rm_hard_negatives
         self.rm_hard_share = rm_hard_share
         self.rm_dialogue_share = rm_dialogue_share
+        self.rm_written_share = rm_written_share
         self.only = only
         self.max_minutes = max_minutes
         self.max_examples = max_examples
@@ -129,7 +132,8 @@ class MMETrainer(Estimator):
             from .relevance import RelevanceModel
 
             RelevanceModel(hard_negatives=self.rm_hard_negatives)._families()
-        for flag, share in (("--rm-hard-share", self.rm_hard_share), ("--rm-dialogue-share", self.rm_dialogue_share)):
+        for flag, share in (("--rm-hard-share", self.rm_hard_share), ("--rm-dialogue-share", self.rm_dialogue_share),
+                            ("--rm-written-share", self.rm_written_share)):
             if not 0 <= float(share) <= 1:
                 raise DialevalError(f"{flag} {share}: a share of the pairs, 0..1")
         if self.rm_init:                               # refused before the corpus is read
@@ -160,7 +164,7 @@ class MMETrainer(Estimator):
 
     def _fit(self, corpus: str | Sequence[str], *, engagement: str | None, say: Callable[[str], None] | None,
              save_to: str | None, checkpoint=None) -> "MMETrainer":
-        from .data import engagement_examples, read_dialogues, sample_dialogues
+        from .data import engagement_examples, read_dialogues, sample_dialogues, written_negatives
 
         only = list(self.only)
         tuning = {"encoder_mode": self.encoder_mode, "finetune_layers": int(self.finetune_layers),
@@ -208,9 +212,11 @@ class MMETrainer(Estimator):
                 model = classes[name](max_examples=rm_examples, seed=seed, encoder=encoder,
                                       hard_negatives=self.rm_hard_negatives, hard_share=self.rm_hard_share,
                                       dialogue_share=float(self.rm_dialogue_share),
+                                      written_share=float(self.rm_written_share),
                                       **rm_tuning).fit(rm_sample, deadline, say,
                                                        start=self._rm_start() if self.rm_init else None,
-                                                       checkpoint=part)
+                                                       checkpoint=part,
+                                                       written=written_negatives(specs) if self.rm_written_share else None)
             elif name == "tcm":
                 model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder).fit(
                     sample, graph_dialogues=dialogues, deadline=deadline)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -86,16 +86,18 @@ class RelevanceModel(HeadSubMetric):
         dialogue_share: the share of training pairs that get one more negative from their own
             dialogue: an utterance neither in the context read nor the one right after the
             response (0: none, as every folder before 2026-11-28)
+        written_share: the share of the pairs whose corpus gives replies people wrote to be wrong
+            (DailyDialog++'s adversarial negatives) that get one of them as a negative (0: none)
     """
 
     kind = "mme-rm"
-    quiet_params = ("dialogue_share",)     # recorded only when set: earlier folders rebuild byte for byte
+    quiet_params = ("dialogue_share", "written_share")   # recorded only when set: earlier folders rebuild byte for byte
 
     def __init__(self, max_examples: int = 3000, hidden: int = 256, epochs: int = 30, seed: int = 0,
                  encoder: str | None = None, context_turns: int = 1,
                  encoder_mode: Literal["frozen", "finetune", "cross"] = "frozen", finetune_layers: int = 2,
                  finetune_epochs: int = 3, finetune_lr: float = 3e-5, hard_negatives: str = "",
-                 hard_share: float = 0.2, dialogue_share: float = 0.0):
+                 hard_share: float = 0.2, dialogue_share: float = 0.0, written_share: float = 0.0):
         super().__init__(max_examples=max_examples, hidden=hidden, epochs=epochs, seed=seed, encoder=encoder,
                          encoder_mode=encoder_mode, finetune_layers=finetune_layers,
                          finetune_epochs=finetune_epochs, finetune_lr=finetune_lr)
@@ -103,6 +105,7 @@ class RelevanceModel(HeadSubMetric):
         self.hard_negatives = hard_negatives
         self.hard_share = hard_share
         self.dialogue_share = dialogue_share
+        self.written_share = written_share
 
     def _turns(self) -> int:
         from .cross import CONTEXT_TURNS
@@ -114,7 +117,8 @@ class RelevanceModel(HeadSubMetric):
             super()._check_mode()
 
     def fit(self, dialogues: Sequence[list[str]], deadline: float | None = None, say=None,
-            start: "RelevanceModel | None" = None, checkpoint=None) -> "RelevanceModel":
+            start: "RelevanceModel | None" = None, checkpoint=None,
+            written: Mapping[tuple[str, ...], Sequence[str]] | None = None) -> "RelevanceModel":
         """`start`: a trained cross-encoder RM whose layers and head the training continues from
         (`check_start` says which can be); the rows are this fit's own."""
         started = time.monotonic()
@@ -156,6 +160,10 @@ class RelevanceModel(HeadSubMetric):
             made = self._dialogue_negatives([w for _, w in placed], dialogues, turns)
             add_negatives(made)
             info["dialogue_negatives"] = len(made)
+        if self.written_share and written:
+            made = self._written_negatives([w for _, w in placed], dialogues, written)
+            add_negatives(made)
+            info["written_negatives"] = len(made)
         if self.encoder_mode == "cross":
             return self._fit_cross(ctx_texts, resp_texts, np.array(labels, dtype=np.float32), started, info,
                                    deadline, say, start, checkpoint)
@@ -211,6 +219,22 @@ class RelevanceModel(HeadSubMetric):
                        and turns_of[j].strip() and turns_of[j].strip().lower() != own]
             if choices:
                 out.append((i, turns_of[rng.choice(choices)]))
+        return out
+
+    def _written_negatives(self, places, dialogues, written) -> list[tuple[int, str]]:
+        """(pair index, negative text) for a seeded `written_share` of the pairs whose dialogue
+        comes with replies people wrote to be wrong for its last turn (DailyDialog++'s adversarial
+        negatives: close to the context in words, no answer to it), one drawn for the pair that
+        ends the dialogue; a separate random stream, as the other negatives'."""
+        rng = random.Random(f"{self.seed}:written-negatives")
+        out = []
+        for i, (k, at) in enumerate(places):
+            turns_of = dialogues[k]
+            if at != len(turns_of) - 1:
+                continue
+            replies = written.get(tuple(turns_of))
+            if replies and rng.random() < self.written_share:
+                out.append((i, rng.choice(list(replies))))
         return out
 
     def raw(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> np.ndarray:
