@@ -44,8 +44,8 @@ def _inputs(paths) -> dict[str, str]:
 def write_html_report(path: str, rows: list[dict], *, signatures=None, inputs=None,
                       qualities=None, system_human=None, title=None, baseline=None,
                       metrics=None, test="bs", n_resamples=None, seed=12345, n_boot=1000,
-                      comparison=None, pair_by="auto", probes=None) -> None:
-    from dialeval.report.html import ReportSettings, build_report, write_report
+                      comparison=None, pair_by="auto", probes=None, pairwise=None) -> None:
+    from dialeval.report.html import ReportSettings, build_report, render_html, write_report
 
     settings = ReportSettings(qualities=qualities, system_human=system_human, signatures=signatures,
                               metrics=metrics, baseline=baseline, test=test, n_resamples=n_resamples,
@@ -60,7 +60,16 @@ def write_html_report(path: str, rows: list[dict], *, signatures=None, inputs=No
         print(f"dialeval: note: {remark}", file=sys.stderr)
     for warning in report["warnings"]:
         print(f"dialeval: warning: {warning}", file=sys.stderr)
-    write_report(path, report)
+    if pairwise is not None:   # `compare --pairwise`, `report --pairwise`: the verdicts' section
+        from dialeval.data.writers import atomic_write
+        from dialeval.report.pairwise import attach as attach_pairwise, with_section
+
+        attach_pairwise(report, pairwise)
+        page = with_section(render_html(report), pairwise)
+        with atomic_write(path) as handle:
+            handle.write(page)
+    else:
+        write_report(path, report)
     print(f"report: {path}", file=sys.stderr)
 
 
@@ -124,16 +133,20 @@ def cmd_compare(args) -> int:
     _shout(cmp)
     data = cmp.to_dict()
     data["input"] = args.scores
+    pairwise = _pairwise(args, rows, cmp, humans) if args.pairwise else None
+    if pairwise is not None:
+        data["pairwise"] = pairwise
     if args.report:
         kind = report_kind(args.report)
         if kind == "html":
             write_html_report(args.report, rows, inputs=_inputs([args.scores]),
                               qualities=humans or None, title=f"dialeval compare: {args.scores}",
-                              baseline=args.baseline, comparison=cmp)
+                              baseline=args.baseline, comparison=cmp, pairwise=pairwise)
         elif kind == "json":
             write_json(args.report, data)
         else:
-            write_tables(args.report, compare_tables(data, kind), kind, [cmp.signature])
+            write_tables(args.report, compare_tables(data, kind) + _pairwise_tables(pairwise, kind), kind,
+                         [cmp.signature] + ([pairwise["signature"]] if pairwise else []))
     if args.json:
         print(json.dumps(json_value(data), ensure_ascii=False))
         return 0
@@ -141,10 +154,17 @@ def cmd_compare(args) -> int:
     from dialeval.report.tables import comment_lead
 
     lead = comment_lead(args.table_format)
-    for title, table in compare_tables(data, args.table_format):
+    for title, table in compare_tables(data, args.table_format) + _pairwise_tables(pairwise, args.table_format):
         print(lead + title)
         print(table)
         print()
+    if pairwise is not None:
+        from dialeval.meta.pairwise import describe_bias
+
+        print(f"{lead}{describe_bias(pairwise)}")
+        for note in pairwise["notes"]:
+            print(f"{lead}note: {note}")
+        print(lead + pairwise["signature"])
     print(f"{lead}items paired by {cmp.pair_by} ({PAIR_BY_HELP[cmp.pair_by]}"
           f"{'; --pair-by auto' if args.pair_by == 'auto' else ''}); pairs: the items each "
           "comparison paired")
@@ -152,6 +172,38 @@ def cmd_compare(args) -> int:
         print(f"{lead}note: {note}")
     print(lead + cmp.signature)
     return 0
+
+
+def _pairwise(args, rows, cmp, humans) -> dict:
+    """`compare --pairwise`: the judge asked about every pair of systems on every shared item,
+    both orders (`meta/pairwise.py`); with --human, its agreement with human preferences beside
+    that of the file's metrics, on the same comparisons."""
+    from dialeval.meta.pairwise import ask_judge, plan_comparisons, summarise
+    from dialeval.metrics.judge.pairwise import PairwiseJudge
+
+    from .options import estimator_kwargs
+
+    judge = PairwiseJudge(**estimator_kwargs(args, args._pairwise_flags))
+    plan = plan_comparisons(rows, pair_by=args.pair_by, systems=_names(args.pairwise_systems),
+                            max_items=args.pairwise_max_items, seed=args.pairwise_seed)
+    p_ab, p_ba = ask_judge(judge, rows, plan)
+    metrics = [m for m in cmp.measures if not m.startswith("human:")]
+    result = summarise(plan, p_ab, p_ba, signature=judge.signature(), n_resamples=args.n_resamples or 1000,
+                       seed=args.seed, rows=rows, human=humans[0] if humans else None, metrics=metrics)
+    data = result.to_dict()
+    if args.pairwise_out:
+        from dialeval.data.writers import write_json
+
+        write_json(args.pairwise_out, data)
+    return data
+
+
+def _pairwise_tables(pairwise: dict | None, fmt: str) -> list[tuple[str, str]]:
+    if pairwise is None:
+        return []
+    from dialeval.meta.pairwise import pairwise_tables
+
+    return pairwise_tables(pairwise, fmt)
 
 
 def _shout(cmp) -> None:
@@ -171,11 +223,15 @@ def cmd_report(args) -> int:
     rows = read_scores(args.scores)
     if report_kind(args.output) != "html":
         raise DialevalError(f"-o {args.output}: the report is HTML; give a .html path")
-    probes = None
+    probes = pairwise = None
     if args.probes:
         from dialeval.report.probes import read_probes
 
         probes = read_probes(args.probes)
+    if args.pairwise:
+        from dialeval.report.pairwise import read_pairwise
+
+        pairwise = read_pairwise(args.pairwise)
     from dialeval.report.analysis import check_qualities
 
     system_human = _system_human_file(args.system_human)
@@ -185,7 +241,8 @@ def cmd_report(args) -> int:
                       title=args.title or f"dialeval report: {os.path.basename(args.scores)}",
                       baseline=args.baseline, metrics=_names(args.metrics),
                       test="ar" if args.paired_ar else "bs", n_resamples=args.n_resamples,
-                      seed=args.seed, n_boot=args.n_boot, pair_by=args.pair_by, probes=probes)
+                      seed=args.seed, n_boot=args.n_boot, pair_by=args.pair_by, probes=probes,
+                      pairwise=pairwise)
     return 0
 
 
@@ -228,6 +285,7 @@ def add_commands(sub) -> None:
     p.add_argument("--report", metavar="PATH",
                    help="also write a report: .html (self-contained), .json, .tex, .csv or markdown")
     add_table_format(p)
+    _pairwise_arguments(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("report", help="write a self-contained HTML report of a scores file")
@@ -238,7 +296,33 @@ def add_commands(sub) -> None:
                    help="bootstrap resamples for correlation CIs (default 1000)")
     p.add_argument("--probes", metavar="FILE", help="add a behavioural probes section from the "
                    "JSON `dialeval probe -o` wrote")
+    p.add_argument("--pairwise", metavar="FILE", help="add a pairwise verdicts section from the JSON "
+                   "`dialeval compare --pairwise --pairwise-out` wrote")
     p.set_defaults(func=cmd_report)
+
+
+def _pairwise_arguments(p) -> None:
+    """`compare --pairwise` and the pairwise judge's options (generated from its constructor:
+    the same --judge-* flags as the `judge` metric)."""
+    from dialeval.metrics.judge.pairwise import PairwiseJudge
+
+    from .options import add_estimator_flags
+
+    group = p.add_argument_group("pairwise verdicts (--pairwise)")
+    group.add_argument("--pairwise", action="store_true",
+                       help="also ask a judge which of two systems' replies to each shared item is better, "
+                            "both orders: win/tie/loss per pair, win rates with bootstrap CIs, a Bradley-Terry "
+                            "ranking, the position bias; with --human, agreement with human preferences")
+    group.add_argument("--pairwise-max-items", type=_positive, default=None, metavar="N",
+                       help="judge a seeded sample of N shared items (default: all)")
+    group.add_argument("--pairwise-seed", type=int, default=0, help="seed of that sample (default 0)")
+    group.add_argument("--pairwise-systems", metavar="A,B,...",
+                       help="the systems to compare (default: every system of the file)")
+    group.add_argument("--pairwise-out", metavar="FILE.json",
+                       help="write the verdicts as JSON (every comparison's probabilities included), "
+                            "for `dialeval report --pairwise`")
+    names = add_estimator_flags(group, PairwiseJudge)
+    p.set_defaults(_pairwise_flags=names)
 
 
 def _positive(text: str) -> int:

@@ -119,6 +119,10 @@ class JudgeModel:
     def rating_ids(self, prompt: str) -> tuple[list[int], bool]:
         """The five rating tokens as they follow `prompt`'s last token, and whether the prompt's
         trailing spaces must go (a tokenizer that writes " 3" as one token)."""
+        return self.label_ids(prompt, RATINGS)
+
+    def label_ids(self, prompt: str, labels) -> tuple[list[int], bool]:
+        """`rating_ids` for any one-character answer labels (the pairwise judge's "1", "2")."""
         tok = self.tokenizer
         tail = prompt[-64:]
         for strip, lead in ((False, ""), (True, " ")):
@@ -127,17 +131,18 @@ class JudgeModel:
                 continue
             base = tok.encode(base_text, add_special_tokens=False)
             ids = []
-            for d in RATINGS:
+            for d in labels:
                 full = tok.encode(base_text + lead + d, add_special_tokens=False)
                 if full[:len(base)] != base or len(full) != len(base) + 1:
                     break
                 ids.append(full[-1])
-            if len(ids) == 5 and len(set(ids)) == 5:
+            if len(ids) == len(labels) and len(set(ids)) == len(labels):
                 return ids, strip
-        single = [tok.encode(d, add_special_tokens=False) for d in RATINGS]
+        single = [tok.encode(d, add_special_tokens=False) for d in labels]
         if all(len(s) == 1 for s in single):
             return [s[0] for s in single], False
-        raise DialevalError(f"{self.backbone.path}: the tokenizer has no single tokens for the ratings 1..5")
+        raise DialevalError(f"{self.backbone.path}: the tokenizer has no single tokens for the answers "
+                            f"{', '.join(labels)}")
 
 
 class JudgeScore(Metric):
@@ -362,7 +367,7 @@ def shared_prefix(tokens: list[list[int]]) -> int:
 
 def rating_logits(judge: JudgeModel, tokens: list[list[int]], rating_ids: list[int],
                   batch_tokens: int, fixed_prefix: int | None = None) -> np.ndarray:
-    """(n, 5) float32 logits of the rating tokens at the last position of each token list.
+    """(n, len(rating_ids)) float32 logits of the answer tokens at the last position of each token list.
     `fixed_prefix`: the template's data-independent prefix; the cached prefix is never longer,
     so the split (and each value's rounding) does not depend on the rows of the call."""
     import torch
@@ -392,7 +397,7 @@ def rating_logits(judge: JudgeModel, tokens: list[list[int]], rating_ids: list[i
         else:
             groups.append([i])
     ids_t = torch.tensor(rating_ids, device=device)
-    out = np.zeros((len(tokens), 5), dtype=np.float32)
+    out = np.zeros((len(tokens), len(rating_ids)), dtype=np.float32)
     with torch.inference_mode():
         for group in groups:
             suffixes = [tokens[i][prefix_len:] for i in group]

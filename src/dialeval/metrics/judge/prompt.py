@@ -1,7 +1,9 @@
 """Judge prompt templates: the shipped ones (templates/*.txt), a user's file, and filling them.
 
 A template is plain text with up to three placeholders, `{context}`, `{response}` and
-`{references}`; nothing else in it is special (other braces stay as written). A line that is
+`{references}` (a pairwise template has `{response_a}` and `{response_b}`, the replies shown
+first and second, instead of `{response}`); nothing else in it is special (other braces stay as
+written). A line that is
 exactly `[answer]` ends the user's message: the text after it (trailing newline removed) opens
 the model's answer, so the rating is read right after, e.g. `The rating is `. Without it the
 rating is the first token of the answer.
@@ -18,7 +20,8 @@ from ...errors import DialevalError
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 QUALITIES = ("overall", "relevance", "coherence", "fluency", "engagement")
-PLACEHOLDERS = ("{context}", "{response}", "{references}")
+PLACEHOLDERS = ("{context}", "{response}", "{references}", "{response_a}", "{response_b}")
+PAIR_PLACEHOLDERS = ("{response_a}", "{response_b}")   # the pairwise template's two replies
 ANSWER_MARK = "[answer]"
 NO_CONTEXT = "(the conversation starts here)"
 NO_REFERENCES = "(none)"
@@ -36,13 +39,21 @@ class Template:
         return "{references}" in self.text
 
     def fill(self, context: list[str], response: str, references: list[str]) -> str:
-        values = {"{context}": format_context(context), "{response}": " ".join(response.split()),
-                  "{references}": format_references(references)}
+        return self._fill({"{context}": format_context(context), "{response}": " ".join(response.split()),
+                           "{references}": format_references(references)})
+
+    def fill_pair(self, context: list[str], first: str, second: str, references: list[str] = ()) -> str:
+        """The pairwise template with the reply shown first and the one shown second."""
+        return self._fill({"{context}": format_context(context), "{response_a}": " ".join(first.split()),
+                           "{response_b}": " ".join(second.split()),
+                           "{references}": format_references(list(references))})
+
+    def _fill(self, values: dict[str, str]) -> str:
         out, i = [], 0
         text = self.text
         while i < len(text):   # one left-to-right pass: a placeholder inside a filled value stays text
             for key in PLACEHOLDERS:
-                if text.startswith(key, i):
+                if key in values and text.startswith(key, i):
                     out.append(values[key])
                     i += len(key)
                     break
@@ -56,9 +67,11 @@ def shipped_names() -> list[str]:
     return sorted(p.stem for p in TEMPLATE_DIR.glob("*.txt"))
 
 
-def load_template(spec: str | os.PathLike | None, quality: str) -> Template:
+def load_template(spec: str | os.PathLike | None, quality: str,
+                  needs: tuple[str, ...] = ("{response}",)) -> Template:
     """The template for `quality`: the shipped one when `spec` is None, else `spec` as a file
-    path, or as a shipped template's name (`overall-ref`)."""
+    path, or as a shipped template's name (`overall-ref`). `needs`: the placeholders it must
+    have (the pairwise judge's template: `{response_a}` and `{response_b}`)."""
     if spec is None or spec == "":
         path, name = TEMPLATE_DIR / f"{quality}.txt", quality
     else:
@@ -76,8 +89,10 @@ def load_template(spec: str | os.PathLike | None, quality: str) -> Template:
         raw = data.decode("utf-8")
     except UnicodeDecodeError:
         raise DialevalError(f"{path}: a judge template must be UTF-8 text") from None
-    if "{response}" not in raw:
-        raise DialevalError(f"{path}: a judge template needs a {{response}} placeholder")
+    missing = [p for p in needs if p not in raw]
+    if missing:
+        raise DialevalError(f"{path}: a{' pairwise' if needs != ('{response}',) else ''} judge template needs "
+                            f"{' and '.join(missing)} placeholder{'s' if len(missing) > 1 else ''}")
     text, answer = raw, ""
     lines = raw.split("\n")
     if ANSWER_MARK in (line.strip() for line in lines):
