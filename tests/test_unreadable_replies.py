@@ -13,7 +13,7 @@ import pytest
 from conftest import DATA, need
 from dialeval.errors import DialevalError
 from dialeval.metrics.base import Batch
-from dialeval.metrics.embedding.nlgeval import EmbeddingAverage, GreedyMatching, VectorExtrema
+from dialeval.metrics.embedding.nlgeval import EmbeddingAverage, GreedyMatching, VectorExtrema, _Table
 from dialeval.metrics.embedding.symbols import name_words
 
 # U+1F602 is FACE WITH TEARS OF JOY: "face", "tears" and "joy" are known, "with" and "of" not.
@@ -158,3 +158,24 @@ def test_dstc6_emoji_replies_are_scored_with_the_default_vectors():
         before = cls(vector_symbols="unknown").compute(batch).sentence
         assert np.all(before == -1.0)                    # every one of them had no known word
         assert np.all(np.isfinite(now)) and np.all(now > -0.5)
+
+
+@pytest.mark.parametrize("cls", [EmbeddingAverage, GreedyMatching])
+def test_many_symbols_each_read_as_its_own_name(tmp_path, cls):
+    # More distinct symbols than the table's spare rows (it grows, raw and unit rows alike):
+    # each reply of one symbol scores, against "arrow", the cosine of the mean of its name's
+    # known words, computed here from the vectors directly.
+    vocab = {"arrow": [1.0, 0.0, 0.0, 0.0], "black": [0.0, 1.0, 0.0, 0.0], "white": [0.0, -1.0, 0.5, 0.0],
+             "circle": [0.0, 0.0, 1.0, 0.5], "square": [0.5, 0.0, 0.0, 1.0], "sign": [0.2, 0.3, -0.4, 0.1]}
+    path = tmp_path / "shapes.txt"
+    path.write_text("".join(f"{w} {' '.join(map(str, v))}\n" for w, v in vocab.items()), encoding="utf-8")
+    symbols = [chr(c) for c in range(0x2190, 0x2800)
+               if unicodedata.category(chr(c)) == "So" and any(w in vocab for w in name_words(chr(c)) or ())]
+    assert len(symbols) > _Table.SYMBOL_ROOM
+    metric = cls(word_vectors=str(path))
+    # two batches: the second adds rows after greedy matching has normalised the first's
+    first, rest = symbols[:100], symbols[100:]
+    out = np.concatenate([metric.compute(Batch(part, [["arrow"]] * len(part))).sentence for part in (first, rest)])
+    expected = [cos(np.mean([vocab[w] for w in name_words(s) if w in vocab], axis=0), vocab["arrow"])
+                for s in symbols]
+    np.testing.assert_allclose(out, expected, atol=1e-6)
