@@ -321,7 +321,7 @@ def test_malformed_reply_is_one_line(data, tmp_path, capsys):
         httpd.shutdown()
         httpd.server_close()
     assert rc == 2
-    assert "malformed reply (not JSON: '<html>not an API</html>')" in _error_line(capsys)
+    assert f"http://{HOST}:{port}/v1/models: malformed reply (not JSON: '<html>not an API</html>')" in _error_line(capsys)
 
 
 def test_bad_key_is_one_line_and_the_good_key_works(server, data, tmp_path, capsys, monkeypatch):

@@ -181,7 +181,7 @@ class ServedJudge:
             try:
                 names = [m["id"] for m in reply["data"]]
             except (KeyError, TypeError):
-                raise self._malformed("GET /models: no data[].id") from None
+                raise self._malformed("no data[].id", self.base + "/models") from None
             if len(names) != 1:
                 raise DialevalError(f"judge endpoint {self.base}: serves {len(names)} models "
                                     f"({', '.join(map(str, names[:5]))}); name one with --judge-model")
@@ -372,8 +372,8 @@ class ServedJudge:
             raise self._malformed("log-probabilities not in the OpenAI shape") from None
 
     # -- HTTP ------------------------------------------------------------------------------------
-    def _malformed(self, what: str) -> DialevalError:
-        return ServedError(f"judge endpoint {self.url}: malformed reply ({what})")
+    def _malformed(self, what: str, url: str | None = None) -> DialevalError:
+        return ServedError(f"judge endpoint {url or self.url}: malformed reply ({what})")
 
     def _send(self, url: str, body: dict | None) -> Any:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -418,7 +418,7 @@ class ServedJudge:
             try:
                 return json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, ValueError):
-                raise self._malformed(f"not JSON: {_one_line(raw[:60].decode('utf-8', 'replace'))!r}") from None
+                raise self._malformed(f"not JSON: {_one_line(raw[:60].decode('utf-8', 'replace'))!r}", url) from None
         tries = self.retries + 1
         raise ServedError(f"judge endpoint {url}: {last} after {tries} tr{'y' if tries == 1 else 'ies'}; "
                             "run the same command with --resume once it answers")
