@@ -5,10 +5,12 @@ loading, and run-wide tallies that become one warning at the end.
   On a terminal it is a tqdm bar that appears only once the run has lasted `DELAY` seconds (a
   short run shows nothing); when stderr is not a terminal (a log file, CI), it prints a plain
   line every `EVERY` seconds after the first `LINES_DELAY`. It advances per chunk of work: after each
-  metric on each system's part of a shard (`tick`, called by `engine.shard.score_shard` when
-  the shard is scored in this process), and is set exactly when a shard is folded in.
+  metric on each system's part of a shard and on each slice of rows a slow metric scores
+  (`tick`, called by `engine.shard.score_shard` when the shard is scored in this process), and
+  is set exactly when a shard is folded in.
 - `loading`: one `dialeval: loading ...` line around a model load (the CLI turns it on; the
-  library stays quiet): at once on a terminal, after `SLOW_LOAD` seconds in a log.
+  library stays quiet): at once on a terminal, after `SLOW_LOAD` seconds in a log; `waiting`
+  the same around a step that is usually quick (building a metric), only once it is slow.
 - `tally` / `collect_tallies`: counts that metrics would otherwise warn about once per shard
   and system (out-of-vocabulary words); the engine sums them over the run and warns once.
 """
@@ -50,6 +52,28 @@ def loading(what: str) -> Iterator[None]:
     import threading
 
     timer = threading.Timer(SLOW_LOAD, lambda: print(line, file=sys.stderr, flush=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+@contextlib.contextmanager
+def waiting(what: str, after: float | None = None) -> Iterator[None]:
+    """Around a step that is usually quick but may not be (building a metric that prepares a
+    packaged model on first use): `dialeval: WHAT ...` on stderr once it has taken `after`
+    seconds (`SLOW_LOAD`), on a terminal as in a log, and only when the CLI asked. A quick
+    step says nothing; a slow one never leaves the user without a line."""
+    if not ANNOUNCE:
+        yield
+        return
+    import threading
+
+    line = f"dialeval: {what} ..."
+    timer = threading.Timer(SLOW_LOAD if after is None else after,
+                            lambda: print(line, file=sys.stderr, flush=True))
     timer.daemon = True
     timer.start()
     try:
@@ -141,17 +165,6 @@ def report_tallies(tallies: dict[Any, list[int]]) -> None:
                               f"vocabulary (case {key[1]})", TallyWarning, stacklevel=3)
         elif key[0] == "script" and counts[0]:
             warnings.warn(ForeignScriptWarning(counts[0], key[1], key[2]), stacklevel=3)
-        elif key[0] == "judge-spread":     # a served judge (metrics/judge/served.py)
-            items, sd_micro, unread = counts
-            if key[2] > 1 and (items or unread):
-                spread = (f"mean within-item SD of the rating {sd_micro / 1e6 / items:.3f} over {items:,} "
-                          "item(s)" if items else "no item scored")
-                warnings.warn(f"{key[1]}: G-Eval estimate from {key[2]} sampled answers per item: {spread}"
-                              + (f"; {unread:,} answer(s) named no rating" if unread else ""),
-                              DialevalWarning, stacklevel=3)
-            elif unread:
-                warnings.warn(f"{key[1]}: {unread:,} item(s) left unscored (NaN): no rating among the "
-                              "server's top tokens", DialevalWarning, stacklevel=3)
         elif key[0] == "unscored" and counts[0]:
             warnings.warn(f"{key[1]}: {counts[0]:,} sample(s) left unscored (NaN): every reference "
                           "has no word in the vectors' vocabulary", TallyWarning, stacklevel=3)

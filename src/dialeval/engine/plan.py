@@ -108,10 +108,15 @@ def make_plan(metrics: Sequence[str | Metric], *, refs_mode: str = "multi", toke
             recipe = None
             continue
         try:
-            metric = build_metric(entry, **shared)
-            # read from the model folder's manifest and small files, never by loading the model
-            # (dialeval.models.artifacts); a refused folder skips the metric too
-            signature = str(metric.signature())
+            from ..progress import waiting
+
+            # a packaged model prepared on first use (a 1.5B judge unpacked for minutes) is
+            # said once it has taken a while, as a load is, never in silence
+            with waiting(f"preparing {entry}"):
+                metric = build_metric(entry, **shared)
+                # read from the model folder's manifest and small files, never by loading the
+                # model (dialeval.models.artifacts); a refused folder skips the metric too
+                signature = str(metric.signature())
         except DialevalError as exc:
             if not wants_all:
                 raise

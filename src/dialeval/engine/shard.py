@@ -103,8 +103,13 @@ def _score_shard(plan: Plan, samples: Sequence[Sample], corpus: dict[str, dict[A
         idx = np.asarray(rows)
         counts[system] = len(rows)
         states[system] = {}
+        slices = _Slices(picked, corpus.get(system, {})) if _ticking() else None
         for metric in metrics:
-            out = metric.compute(batch)
+            if slices is not None and metric.corpus_pass_key() is None:
+                out = slices.compute(metric, len(metrics))
+            else:
+                out = metric.compute(batch)
+                tick(len(rows) / len(metrics))   # progress within the shard (this process only)
             sentence[metric.name][idx] = out.sentence
             if stats is not None:
                 if metric.name not in stats:
@@ -114,7 +119,6 @@ def _score_shard(plan: Plan, samples: Sequence[Sample], corpus: dict[str, dict[A
             missing = np.flatnonzero(np.isnan(out.sentence))
             if len(missing):
                 unscored.setdefault(metric.name, {})[system] = unscored_reasons(metric, batch, missing)
-            tick(len(rows) / len(metrics))   # progress within the shard (this process only)
     english = tuple(m.name for m in metrics if m.english_only)
     if english:
         from ..progress import tally
@@ -127,6 +131,71 @@ def _score_shard(plan: Plan, samples: Sequence[Sample], corpus: dict[str, dict[A
     with_refs = sum(1 for s in samples if s.references)
     return ShardResult(n=n, sentence=sentence, states=states, counts=counts, with_refs=with_refs,
                        stats=stats, unscored=unscored)
+
+
+def _ticking() -> bool:
+    """Whether someone shows this process's progress (the CLI, or `score(progress=True)`)."""
+    from .. import progress
+
+    return progress._TICK is not None
+
+
+class _Slices:
+    """One system's part of a shard scored in consecutive slices of rows, so that progress can
+    count rows inside a shard: a metric that needs minutes for a shard (a judge, a large
+    encoder) otherwise left the line at "0 of N" until it finished.
+
+    Only what moves the line changes. A metric without a corpus-wide first pass gives every
+    row the same value in a slice as in the whole (the engine's sharding rule, held for every
+    registered metric by tests/test_engine_shards.py); the slices' outputs are joined row by
+    row into the one output the whole part would give, and its state is taken from that, as
+    before, so no corpus value is summed in another order. Each metric's first slice is small;
+    a metric that would finish the part within `progress.EVERY` seconds then takes the rest at
+    once (no cost for the fast ones), a slower one slices of a third of that. Metrics that cut
+    the part alike share each slice's batch, and so the work they share through its memo."""
+
+    FIRST = 16
+
+    def __init__(self, samples: Sequence[Sample], corpus: dict[Any, Any]):
+        self.samples = samples
+        self.corpus = corpus
+        self.batches: dict[tuple[int, int], Batch] = {}
+
+    def _batch(self, a: int, b: int) -> Batch:
+        if (a, b) not in self.batches:
+            part = self.samples[a:b]
+            self.batches[(a, b)] = Batch([s.response for s in part], [s.references for s in part],
+                                         [s.context for s in part], samples=part, corpus=dict(self.corpus))
+        return self.batches[(a, b)]
+
+    def compute(self, metric, n_metrics: int):
+        import time
+
+        from ..metrics.base import MetricOutput
+        from ..progress import EVERY, tick
+
+        n = len(self.samples)
+        outs = []
+        start, seconds_per_row = 0, None
+        while start < n:
+            if seconds_per_row is None:
+                size = self.FIRST
+            elif (n - start) * seconds_per_row <= EVERY:
+                size = n - start
+            else:   # a third of a line's interval: each progress line finds the count moved
+                size = max(self.FIRST, int(EVERY / 3 / max(seconds_per_row, 1e-9)))
+            end = min(n, start + size)
+            began = time.perf_counter()
+            outs.append(metric.compute(self._batch(start, end)))
+            seconds_per_row = (time.perf_counter() - began) / (end - start)
+            tick((end - start) / n_metrics)
+            start = end
+        if len(outs) == 1:
+            return outs[0]
+        sentence = np.concatenate([o.sentence for o in outs])
+        stats = np.concatenate([o.stats for o in outs])
+        return MetricOutput(outs[0].name, sentence, stats, metric.reduce(stats), outs[0].signature,
+                            outs[0].extra)
 
 
 UNSCORED_IDS = 5   # ids named per (metric, system, reason)
