@@ -193,3 +193,38 @@ def test_compare_pairwise_command_and_report(local_judge, tmp_path, capsys):
     other.write_text('{"kind": "dialeval-probes"}', encoding="utf-8")
     assert main(["report", str(path), "--pairwise", str(other), "-o", str(html2)]) == 2
     assert "not pairwise verdicts" in capsys.readouterr().err
+
+
+# -- the judge behind a real server (transformers serve, started by test_judge_served's fixture) --
+
+from test_judge_served import SAMPLING, server  # noqa: E402,F401  (the fixture: a real server)
+
+
+def test_served_preference_is_the_share_of_sampled_answers(server, tmp_path):
+    """Through `transformers serve`: each order's preference is the share of its sampled
+    answers that name reply 1 among those naming 1 or 2, as the journal's answers say."""
+    import re
+
+    from dialeval.metrics.judge.pairwise import PairwiseJudge
+
+    journal = tmp_path / "journal.jsonl"
+    judge = PairwiseJudge(judge_endpoint=server["url"], judge_model=server["model"], judge_api="completions",
+                          judge_samples=3, judge_concurrency=1, judge_journal=str(journal),
+                          judge_extra_body=SAMPLING)
+    p = judge.prefer_first([["Do you like to cook?"], ["Do you like to cook?"]],
+                           ["Yes, pasta mostly.", "The sky is blue."], ["The sky is blue.", "Yes, pasta mostly."])
+    texts = [json.loads(line)["reply"].get("text") for line in journal.read_text(encoding="utf-8").splitlines()]
+    texts = [t for t in texts if t is not None]
+    assert len(texts) == 6
+    for i in range(2):
+        picks = []
+        for text in texts[3 * i:3 * i + 3]:
+            m = re.search(r"(?<![0-9A-Za-z])(?<![0-9]-)(?<![0-9] to )([12])(?![0-9A-Za-z]|-[0-9]| to [0-9])", text)
+            if m:
+                picks.append(m.group(1))
+        if picks:
+            assert p[i] == pytest.approx(picks.count("1") / len(picks))
+        else:
+            assert math.isnan(p[i])
+    sig = judge.signature()
+    assert sig.startswith(f"pairwise|model:served:{server['model']}|api:completions|scoring:sample:n3:t1:seed0")
