@@ -122,9 +122,9 @@ def test_training_learns_the_pairs(tiny_lm):
 def test_normalisation_by_hand():
     from dialeval.metrics.lm.metric import normalise
 
-    # z = (raw + 4) / 4 = -0.25, 0.5, 1, 0; under the knee 0.05 the paper's clip to 0 is replaced by
-    # 0.05^2 / (0.1 - z): 0.0025 / 0.35 = 1/140 and 0.0025 / 0.1 = 1/40
-    np.testing.assert_allclose(normalise(np.array([-5.0, -2.0, 0.0, -4.0]), -4.0), [1 / 140, 0.5, 1.0, 1 / 40])
+    # eq. 2 / 4 give 0, 0.5, 1, 0; under the knee 0.05 the value is then squashed to
+    # 0.05^2 / (0.1 - z): 0.0025 / 0.1 = 1/40 for the clipped 0, above a blank response's 0
+    np.testing.assert_allclose(normalise(np.array([-5.0, -2.0, 0.0, -4.0]), -4.0), [1 / 40, 0.5, 1.0, 1 / 40])
     with pytest.raises(DialevalError):
         normalise(np.array([-1.0]), 0.0)
 

@@ -132,10 +132,10 @@ def test_corpus_record_of_several_corpora(tmp_path):
 def test_usl_normalisation_by_hand():
     low, high = fit_range(np.arange(101, dtype=float))        # 0..100: quartiles 25 and 75
     assert (low, high) == (25.0, 75.0)
-    # z = (x - 25) / 50 = -0.5, 0, 0.5, 1.1; the top clips at 1 and the bottom, under the knee
-    # 0.05, is squashed to 0.05^2 / (0.1 - z): 0.0025 / 0.6 = 1/240 and 0.0025 / 0.1 = 1/40
+    # USL-H gives 0, 0, 0.5, 1; its bottom, under the knee 0.05, is then squashed to
+    # 0.05^2 / (0.1 - z): 0.0025 / 0.1 = 1/40 for a clipped 0, above a blank response's 0
     np.testing.assert_allclose(apply_range(np.array([0.0, 25.0, 50.0, 80.0]), low, high),
-                               [1 / 240, 1 / 40, 0.5, 1])
+                               [1 / 40, 1 / 40, 0.5, 1])
     assert np.all(apply_range(np.array([1.0, 2.0]), 3.0, 3.0) == 0.5)
 
 

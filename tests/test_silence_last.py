@@ -2,8 +2,9 @@
 real reply, however weak, scores strictly above it, so a system that sometimes answers nothing
 ranks below one that answers "ok". The clips that used to put weak replies on the floor (USL-H's
 for `mme_*`, the holistic paper's bound for `lm_*`; ADEM's linear score could even fall under
-it) are replaced by one squashing map, `metrics.softfloor.lift`; its properties are checked
-here, then the three-bot ranking on the shipped default models.
+it) are followed by one squashing map, `metrics.softfloor.lift`, that lifts the bottom of each
+scale above the floor; its properties are checked here, then the three-bot ranking on the
+shipped default models.
 """
 
 from __future__ import annotations
@@ -81,11 +82,18 @@ def test_the_normalisations_share_the_map():
     from dialeval.metrics.lm.metric import normalise
     from dialeval.metrics.mme.normalise import apply_range
 
+    # the map comes after each published normalisation (its clips kept): the new score is a
+    # strictly increasing function of the old one, so rankings and ties are what they were
     raw = np.array([-50.0, -9.0, -4.0, -3.9, -1.0, 0.0])
-    np.testing.assert_array_equal(normalise(raw, -4.0), lift((raw + 4.0) / 4.0))
-    x = np.array([0.0, 0.2, 0.3, 0.5, 0.99])
-    np.testing.assert_array_equal(apply_range(x, 0.3, 0.8), lift(np.minimum((x - 0.3) / 0.5, 1.0)))
-    assert np.all(normalise(raw, -4.0) > 0) and np.all(apply_range(x, 0.3, 0.8) > 0)
+    paper = (np.maximum(-4.0, raw) + 4.0) / 4.0
+    np.testing.assert_array_equal(normalise(raw, -4.0), lift(paper))
+    x = np.array([0.0, 0.2, 0.3, 0.31, 0.5, 0.99])
+    usl = (np.clip(x, 0.3, 0.8) - 0.3) / 0.5
+    np.testing.assert_array_equal(apply_range(x, 0.3, 0.8), lift(usl))
+    for old, new in ((paper, normalise(raw, -4.0)), (usl, apply_range(x, 0.3, 0.8))):
+        assert np.all(new > 0) and np.all(new >= old) and np.all(new - old <= KNEE / 2 + 1e-15)
+        assert np.array_equal(np.argsort(old, kind="stable"), np.argsort(new, kind="stable"))
+        assert np.array_equal(old[:, None] == old[None, :], new[:, None] == new[None, :])
 
 
 def test_a_signature_read_without_the_map():

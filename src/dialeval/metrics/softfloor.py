@@ -1,24 +1,25 @@
 """The bottom of a learned metric's scale belongs to silence alone.
 
-Several learned metrics normalise a raw score onto a scale by clipping: USL-H's percentile range
-for the `mme_*` sub-metrics, the holistic paper's percentile bound for `lm_coherence` and
-`lm_fluency`. A clip puts every weak real reply on the same bottom value that the blank-response
-rule gives an empty one (`Metric.floor()`), so a system that sometimes answers nothing cannot be
-told from one that answers "ok". ADEM's linear score has no clip but can still fall under the
-floor of its 1-5 scale, below silence.
+Several learned metrics normalise a raw score onto a scale whose bottom is reached by clipping:
+USL-H's percentile range for the `mme_*` sub-metrics, the holistic paper's percentile bound for
+`lm_coherence` and `lm_fluency`. That bottom is also the floor the blank-response rule gives an
+empty reply (`Metric.floor()`), so every weak real reply tied with silence, and a system that
+sometimes answers nothing could not be told from one that answers "ok". ADEM's linear score has
+no clip but can fall under the floor of its 1-5 scale, below silence.
 
-One map, shared by all of them, fixes that: on a unit scale `z` (0 the floor, 1 the top), a
-value at or above the knee `KNEE` is left exactly as it is, and below the knee the line turns
-into the hyperbola knee^2 / (2 knee - z), which meets it with the same value and slope at the
-knee, keeps decreasing as z does and never reaches 0. So:
+One map, shared by all of them, is applied to each metric's own normalised score, on a unit
+scale `z` (0 the floor, 1 the top): a value at or above the knee `KNEE` is left exactly as it
+is, and below the knee the line turns into the hyperbola knee^2 / (2 knee - z), which meets it
+with the same value and slope at the knee, keeps decreasing as z does and never reaches 0. So:
 
-- every finite real score lands strictly above the floor, however low its raw value (a
-  hyperbolic tail, not an exponential one: it does not underflow to 0 for raw scores far below
-  the clip, where exp would);
-- the map is strictly increasing: real replies keep their order, and replies the clip used to
-  tie at the bottom are told apart by their raw scores;
-- scores at or above the knee are untouched bit for bit, so only the bottom 5% of a scale moves,
-  and by at most knee / 2 (a raw score exactly at the old clip point now reads 0.025).
+- every finite real score lands strictly above the floor (a clipped 0 reads knee / 2 = 0.025;
+  an unclipped ADEM score far under its floor still lands above it: a hyperbolic tail does not
+  underflow to 0 where an exponential one would);
+- the map is strictly increasing, and the published clips are kept, so the new score is a
+  strictly increasing function of the published one: every ranking of real replies, ties
+  included, is what it was (replies a clip tied at the bottom still tie, above silence now);
+- scores at or above the knee are untouched bit for bit: only the bottom 5% of a scale moves,
+  and by at most knee / 2.
 
 The floor itself does not move: a blank response still scores it, through the rule in
 `metrics/base.py`. The metrics that use the map name it in their signatures (`SIGNATURE_FIELD`),
@@ -51,8 +52,8 @@ def lift(z: np.ndarray | float, knee: float = KNEE) -> np.ndarray:
 def lift_range(x: np.ndarray, low: float, high: float, top: bool = True) -> np.ndarray:
     """Scores `x` on a scale whose floor is `low` and top `high`, returned on that scale with
     the floor kept and everything under the knee lifted above it (`lift` on (x - low) /
-    (high - low)). `top`: the scale stops at `high` (values above it read as `high`, as a clip
-    to the range does); False leaves them as they are."""
+    (high - low)). `top`: the scale stops at `high` (values above it read as `high`); False
+    leaves them as they are (ADEM's open-ended linear score)."""
     x = np.asarray(x, dtype=np.float64)
     span = float(high) - float(low)
     if not span > 0:

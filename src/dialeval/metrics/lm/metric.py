@@ -1,11 +1,11 @@
 """`lm_coherence`, `lm_fluency` and their raw variants as metrics.
 
 Raw scores are mean log-probabilities per response token (eq. 1 and 3). The normalised ones
-(eq. 2 and 4) map [bound, 0] onto [0, 1], the bound being the `lm_percentile`-th percentile of
-the raw scores of a reference set stored with the model. The paper clips at the bound; here a
-raw score below it goes through the shared squashing map (`metrics.softfloor`) instead, so it
-stays strictly above the 0 a blank response scores and in the order of its raw score (every
-value at 0.05 or above is the paper's exactly). Coherence uses the
+(eq. 2 and 4) clip at a lower bound, the `lm_percentile`-th percentile of the raw scores of a
+reference set stored with the model, and map [bound, 0] onto [0, 1]. That 0 is also the floor
+a blank response scores, so the value then goes through the shared squashing map
+(`metrics.softfloor`): from 0.05 up it is the paper's exactly, and [0, 0.05) is squashed into
+[0.025, 0.05) in the same order, strictly above the floor. Coherence uses the
 sample's last context turn as the query (the rated data's setting); a sample without context
 gets NaN coherence. Raw scores are memoised on the batch, so the four metrics share one pass.
 """
@@ -29,11 +29,11 @@ LM_OPTIONS = ("lm_model", "lm_percentile", "lm_batch_size", "lm_token_budget", "
 
 
 def normalise(raw: np.ndarray, bound: float) -> np.ndarray:
-    """Eq. 2 / 4, (raw - bound) / -bound for raw <= 0, with what falls under the knee (the
-    bound and below, which the paper clips to 0) squashed into (0, 0.05) by `softfloor.lift`."""
+    """Eq. 2 / 4, (max(bound, raw) - bound) / -bound, in [0, 1] for raw <= 0, with its bottom
+    [0, 0.05) squashed into [0.025, 0.05) by `softfloor.lift`, above a blank response's 0."""
     if not bound < 0:
         raise DialevalError(f"normalisation bound must be negative, got {bound}")
-    return lift((np.asarray(raw, dtype=np.float64) - bound) / -bound)
+    return lift((np.maximum(bound, raw) - bound) / -bound)
 
 
 class LMScore(LazyLM, LMOptions, Metric):

@@ -30,8 +30,9 @@ class _MMEBase(Metric):
 
     Options:
         mme_model: trained MME folder (`dialeval train mme`)
-        mme_norm: usl (the training scores' 25th-75th percentiles min-max onto [0,1], clipped at 1,
-            the bottom squashed strictly above 0; the default) or none (raw)
+        mme_norm: usl (clip to the training scores' 25th-75th percentiles, min-max to [0,1], the
+            bottom [0, 0.05) squashed into [0.025, 0.05) above a blank response's 0; the default)
+            or none (raw)
         mme_precision: weight dtype of the MiniLM encoder (FM, RM, EM) and of SM's masked LM, fp32
             (default) or bf16 (faster on CPUs with AVX512-BF16; the heads and TCM stay fp32:
             docs/speed.md; named in the signature)
@@ -202,8 +203,9 @@ class MMERelevanceCross(MMERelevance):
     Options:
         mme_cross_model: MME folder whose rm is a cross-encoder (`dialeval train mme --only rm
             --rm-encoder-mode cross`)
-        mme_norm: usl (the training scores' 25th-75th percentiles min-max onto [0,1], clipped at 1,
-            the bottom squashed strictly above 0; the default) or none (raw)
+        mme_norm: usl (clip to the training scores' 25th-75th percentiles, min-max to [0,1], the
+            bottom [0, 0.05) squashed into [0.025, 0.05) above a blank response's 0; the default)
+            or none (raw)
         mme_precision: fp32 only (a tuned MiniLM runs in fp32; bf16 is refused)
         mme_device: cpu only (another is refused)
     """

@@ -1,12 +1,12 @@
 """USL-H's normalisation of a sub-metric score to [0, 1]: clip the raw score to the 25th-75th
 percentiles of the scores the model gives its own (held-out) training examples, then min-max
-scale that range to [0, 1]. Scores above the training set's upper quartile become 1; CRS then
-weighs sub-metrics that all live on one scale.
+scale that range to [0, 1]. Scores below the training set's lower quartile become 0, above
+its upper quartile 1; CRS then weighs sub-metrics that all live on one scale.
 
-The bottom is not clipped: 0 is the floor a blank response scores, and USL-H's clip would put
-every real reply under the lower quartile there too. Those replies go through the shared
-squashing map instead (`metrics.softfloor.lift`): strictly above 0, in the order of their raw
-scores; every score at 0.05 or above is USL-H's exactly.
+That 0 is also the floor a blank response scores, so the USL-H value then goes through the
+shared squashing map (`metrics.softfloor.lift`): every value from 0.05 up is USL-H's exactly,
+and the bottom [0, 0.05) is squashed into [0.025, 0.05), in the same order, strictly above the
+floor that only a blank response keeps.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ def fit_range(train_scores: np.ndarray) -> tuple[float, float]:
 
 
 def apply_range(scores: np.ndarray, low: float, high: float) -> np.ndarray:
-    """Scale [low, high] onto [0, 1], clip at 1, and lift what falls under the knee strictly
-    above 0 (0.5 everywhere when the range is empty)."""
+    """Clip to [low, high], scale to [0, 1] and lift the bottom above 0 (0.5 everywhere when
+    the range is empty)."""
     x = np.asarray(scores, dtype=float)
     if not high > low:
         return np.where(np.isfinite(x), 0.5, np.nan)
-    return lift(np.minimum((x - low) / (high - low), 1.0))
+    return lift((np.clip(x, low, high) - low) / (high - low))
