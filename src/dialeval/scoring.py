@@ -175,7 +175,7 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric] | str | None =
 
     engine = make_backend(backend, workers=workers, scheduler=scheduler)
     try:
-        with ticking(bar.advance):
+        with ticking(bar.advance if mode else None):   # nobody watching: shards are not sliced
             totals = run_plan(plan, shards, engine, keep_stats=True, on_shard=collect)
     finally:
         engine.close()
