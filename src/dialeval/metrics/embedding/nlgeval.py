@@ -279,21 +279,26 @@ class WordEmbeddingMetric(Metric):
         from itertools import chain
 
         tokens = tokenize_texts(self.tokenizer, texts)
-        flat = list(chain.from_iterable(tokens))
+        flat = chain.from_iterable(tokens)
         if self.case == "lower":
-            flat = list(map(str.lower, flat))
+            flat = map(str.lower, flat)
         lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
         get, unk = self.table.vectors.index.get, self.table.unk_row
-        ids = np.fromiter((get(t, unk) for t in flat), dtype=np.int64, count=len(flat))
+        ids = np.fromiter((get(t, unk) for t in flat), dtype=np.int64, count=int(lengths.sum()))
         owner = np.repeat(np.arange(len(lengths)), lengths)
-        if self.symbols == "names":
-            unknown = np.flatnonzero(ids == unk)
-            if len(unknown):
-                ids[unknown] = self.table.unknown_rows([flat[i] for i in unknown])
-                ids, owner, lengths = _drop_silent(ids, owner, lengths, unk)
         starts = np.zeros(len(lengths), dtype=np.int64)
         if len(lengths) > 1:
             np.cumsum(lengths[:-1], out=starts[1:])
+        if self.symbols == "names":
+            unknown = np.flatnonzero(ids == unk)
+            if len(unknown):
+                text = owner[unknown]
+                words = [tokens[i][k] for i, k in zip(text.tolist(), (unknown - starts[text]).tolist())]
+                if self.case == "lower":
+                    words = [w.lower() for w in words]
+                ids[unknown] = self.table.unknown_rows(words)
+                ids, owner, lengths = _drop_silent(ids, owner, lengths, unk)
+                starts[1:] = np.cumsum(lengths[:-1])
         known = np.bincount(owner[ids != unk], minlength=len(lengths)).astype(np.int64)
         return Encoded(ids, starts, lengths, known)
 
