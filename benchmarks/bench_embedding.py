@@ -68,11 +68,11 @@ def cmd_speed(args) -> None:
     batch_args = ([s.response for s in samples], [s.references for s in samples])
     print(f"DSTC6 {args.system}: {len(samples)} responses x {len(samples[0].references)} references")
     from dialeval.backbones import load_backbone
-    from dialeval.metrics.embedding import nlgeval, sentence
+    from dialeval.metrics.embedding import sentence, tokens
 
     for name in args.metrics.split(","):
-        nlgeval._TOKEN_CACHE.clear()            # cold: tokenise / encode from scratch
-        sentence._shared_encoder.cache_clear()
+        tokens._TOKEN_CACHE.clear()            # cold: tokenise / encode from scratch
+        getattr(sentence._shared_encoder, "cache_clear", lambda: None)()   # (no cache of its own now)
         metric = build_metric(name, **options(args))
         if name == "sent_cosine":
             load_backbone(metric.model_dir, kind="sentence-transformers")   # model load is not scoring
@@ -86,7 +86,7 @@ def cmd_speed(args) -> None:
     word = [n for n in args.metrics.split(",") if n.startswith("emb_")]
     if word:
         # As nlg-eval's eval_emb_metrics runs them: one call, the input tokenised once for all three.
-        nlgeval._TOKEN_CACHE.clear()
+        tokens._TOKEN_CACHE.clear()
         metrics = [build_metric(n, **options(args)) for n in word]
         batch = Batch(*batch_args)
         start = time.perf_counter()
