@@ -72,6 +72,8 @@ def test_lift_range_keeps_the_floor_and_the_top():
     out = lift_range(x, 1.0, 5.0, top=False)
     assert np.all(out[:4] > 1.0) and np.all(out[:4] < 1.2) and np.all(np.diff(out) > 0)
     assert list(out[4:]) == [1.2, 3.3, 5.6]
+    above = np.random.default_rng(0).uniform(1.2, 5.0, 1000)
+    assert np.array_equal(lift_range(above, 1.0, 5.0, top=False), above)      # bit for bit
     # a closed top reads a value above it as the top
     assert lift_range(np.array([9.0]), 1.0, 5.0)[0] == 5.0
     with pytest.raises(ValueError):

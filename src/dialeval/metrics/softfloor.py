@@ -58,10 +58,11 @@ def lift_range(x: np.ndarray, low: float, high: float, top: bool = True) -> np.n
     span = float(high) - float(low)
     if not span > 0:
         raise ValueError(f"an empty scale [{low}, {high}]")
-    z = (x - low) / span
     if top:
-        z = np.minimum(z, 1.0)
-    return low + span * lift(z)
+        x = np.minimum(x, float(high))
+    z = (x - low) / span
+    # from the knee up, x itself: the round trip through z could move its last bit
+    return np.where(z >= KNEE, x, low + span * lift(z))
 
 
 def without_field(signature: str) -> str:
