@@ -584,7 +584,9 @@ def mean_stats(sentence: np.ndarray) -> np.ndarray:
 
 
 def reduce_pairs(pair_scores: np.ndarray, item_of_row: np.ndarray, n_items: int, mode: str) -> np.ndarray:
-    """Per-item max or mean of single-reference scores; NaN for items without references."""
+    """Per-item max or mean of single-reference scores over the references that could be scored
+    (a pair is NaN when its reference has nothing the metric reads); NaN for an item without one.
+    One unreadable reference among several leaves the item scored by the others, as `multi` does."""
     out = np.full(n_items, np.nan)
     if len(pair_scores) == 0:
         return out
@@ -592,8 +594,11 @@ def reduce_pairs(pair_scores: np.ndarray, item_of_row: np.ndarray, n_items: int,
     has = counts > 0
     if mode == "max":
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        out[has] = np.maximum.reduceat(pair_scores, starts[has])
+        out[has] = np.fmax.reduceat(pair_scores, starts[has])     # NaN only where every pair is
     else:
-        sums = np.bincount(item_of_row, weights=pair_scores, minlength=n_items)
-        out[has] = sums[has] / counts[has]
+        ok = ~np.isnan(pair_scores)
+        sums = np.bincount(item_of_row, weights=np.where(ok, pair_scores, 0.0), minlength=n_items)
+        scored = np.bincount(item_of_row, weights=ok.astype(np.float64), minlength=n_items)
+        some = scored > 0
+        out[some] = sums[some] / scored[some]
     return out
