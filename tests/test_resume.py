@@ -262,3 +262,37 @@ def test_a_refused_input_leaves_no_checkpoint_behind(tmp_path, capsys):
                  "--only", "fm", "--quiet"]) == 2
     assert "not a training file of byu-chitchat" in capsys.readouterr().err
     assert not os.path.exists(checkpoint_folder(str(out))) and not out.exists()
+
+
+def test_models_build_resumes_at_the_default_it_stopped_in(tmp_path, monkeypatch, capsys):
+    """A build that stopped after its first default keeps that default, and `--resume` builds the
+    rest without building it again; the build's checkpoint goes once every default is in place."""
+    from dialeval.cli import main
+    import importlib
+
+    build_module = importlib.import_module("dialeval.recipes.build")
+    from dialeval.recipes.table import RECIPES, Recipe
+
+    data = tmp_path / "data"
+    (data / "corpus").mkdir(parents=True)
+    (data / "corpus" / "a.txt").write_text("\n\n".join(f"{q}\n{r}" for q, r in QA * 4) + "\n")
+
+    def amfm(file):
+        return lambda root, out: ["train", "amfm", "--corpus", os.path.join(root, "corpus", file), "--dims", "2",
+                                  "--order", "2", "--seed", "0", "-o", out]
+    for name, file in (("tiny_a", "a.txt"), ("tiny_b", "b.txt")):
+        monkeypatch.setitem(RECIPES, name, Recipe(name, ("am",), "a test corpus", "none", amfm(file), needs=("corpus",)))
+    monkeypatch.setattr(build_module, "ORDER", ["tiny_a", "tiny_b"])
+    out = tmp_path / "models"
+    argv = ["models", "build", "--data-root", str(data), "-o", str(out)]
+    assert main(argv) == 2                                        # tiny_b's corpus is missing: it fails
+    assert "tiny_b failed" in capsys.readouterr().err
+    built = (out / "tiny_a" / "manifest.json").stat().st_mtime_ns
+    assert os.path.isdir(checkpoint_folder(str(out)))             # tiny_a is done: worth resuming
+    assert main(argv) == 2 and "add --resume" in capsys.readouterr().err
+    (data / "corpus" / "b.txt").write_text((data / "corpus" / "a.txt").read_text())
+    assert main([*argv, "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert "tiny_a: built before the stop, kept" in err and (out / "tiny_b" / "manifest.json").exists()
+    assert (out / "tiny_a" / "manifest.json").stat().st_mtime_ns == built
+    assert not os.path.exists(checkpoint_folder(str(out)))
