@@ -135,7 +135,7 @@ def score(samples: Iterable[Any], metrics: Sequence[str | Metric] | str | None =
     if not samples:
         raise DialevalError("no samples to score")
     if metrics is None:
-        from .cli.main import DEFAULT_METRICS   # one list for both doors (a light module)
+        from .metrics.registry import DEFAULT_METRICS   # the CLI's default list too
 
         metrics = DEFAULT_METRICS
     if isinstance(metrics, str):

@@ -13,10 +13,9 @@ import sys
 from typing import Sequence
 
 from dialeval.errors import DialevalError
+from dialeval.metrics.registry import DEFAULT_METRICS  # one list for the CLI and the API
 from dialeval.version import __version__
 from .options import add_scoring_flags, metric_options
-
-DEFAULT_METRICS = "bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d,cider"
 
 # Modules that add command groups. Each may define `add_commands(subparsers)` (new
 # sub-commands) and/or `TRAIN_COMMANDS` (declared `models.estimator.TrainCommand`s, from which

@@ -24,6 +24,10 @@ from ..options import OptionSpec, check_options, closest_hint, constructor_optio
 if TYPE_CHECKING:  # the registry is read before numpy is imported (see `blas`)
     from .base import Metric
 
+# What runs when no metric is named: `dialeval score` without --metrics and `dialeval.score(df)`
+# without metrics alike (here, below both, so that the library does not import the CLI)
+DEFAULT_METRICS = "bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d,cider"
+
 
 @dataclass(frozen=True)
 class MetricSpec:
