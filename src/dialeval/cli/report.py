@@ -159,7 +159,7 @@ def cmd_compare(args) -> int:
         print(table)
         print()
     if pairwise is not None:
-        from dialeval.meta.pairwise import describe_bias
+        from dialeval.report.pairwise import describe_bias
 
         print(f"{lead}{describe_bias(pairwise)}")
         for note in pairwise["notes"]:
@@ -201,7 +201,7 @@ def _pairwise(args, rows, cmp, humans) -> dict:
 def _pairwise_tables(pairwise: dict | None, fmt: str) -> list[tuple[str, str]]:
     if pairwise is None:
         return []
-    from dialeval.meta.pairwise import pairwise_tables
+    from dialeval.report.pairwise import pairwise_tables
 
     return pairwise_tables(pairwise, fmt)
 

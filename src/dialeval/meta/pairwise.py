@@ -315,36 +315,5 @@ def _score(row: dict, metric: str) -> float:
         return math.nan
 
 
-def pairwise_tables(data: dict, fmt: str = "plain") -> list[tuple[str, str]]:
-    """(title, table) pairs for `PairwiseResult.to_dict()`."""
-    from ..report.tables import format_table
-
-    out = []
-    rows = [[p["a"], p["b"], p["n"], p["wins"], p["ties"], p["losses"], p["win_rate"], p["ci_low"], p["ci_high"],
-             p["position_bias"]] for p in data["pairs"]]
-    out.append(("pairwise verdicts: a against b (both orders; a win needs both)",
-                format_table(["a", "b", "n", "a wins", "ties", "b wins", "a win rate", "ci_low", "ci_high",
-                              "position bias"], rows, fmt=fmt, digits=3)))
-    rows = [[r["rank"], r["system"], r["n"], r["win_rate"], r["ci_low"], r["ci_high"], r["bt"], r["bt_ci_low"],
-             r["bt_ci_high"]] for r in data["standings"]]
-    out.append(("pairwise standings: Bradley-Terry log-strength (mean 0) and win rate, 95% bootstrap CIs",
-                format_table(["rank", "system", "comparisons", "win rate", "ci_low", "ci_high", "bt", "bt_low",
-                              "bt_high"], rows, fmt=fmt, digits=3)))
-    if data.get("agreement"):
-        rows = [[a["measure"], a["n"], a["agreement"], a["ci_low"], a["ci_high"], a["ties"]]
-                for a in data["agreement"]]
-        out.append((f"agreement with human preferences ({data['agreement_quality']}): share of pairs people "
-                    "rated apart on which the measure prefers the same reply (tie 1/2)",
-                    format_table(["measure", "pairs", "agreement", "ci_low", "ci_high", "ties"], rows, fmt=fmt,
-                                 digits=3)))
-    return out
-
-
-def describe_bias(data: dict) -> str:
-    pb = data["position_bias"]
-    return (f"position bias: the two orders disagreed on {pb['rate']:.1%} of {pb['n']} comparisons; "
-            f"{pb['first_rate']:.1%} of single-order verdicts picked the reply shown first")
-
-
-__all__ = ["Plan", "PairwiseResult", "ask_judge", "bradley_terry", "describe_bias", "human_agreement",
-           "pairwise_tables", "plan_comparisons", "preference_credit", "summarise", "verdicts"]
+__all__ = ["Plan", "PairwiseResult", "ask_judge", "bradley_terry", "human_agreement", "plan_comparisons",
+           "preference_credit", "summarise", "verdicts"]

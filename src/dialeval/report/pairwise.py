@@ -1,5 +1,6 @@
-"""Pairwise verdicts in the HTML report: the standings (Bradley-Terry ranking and win rates), each
-pair's wins, ties and losses, the position bias, and the agreement with human preferences.
+"""Pairwise verdicts for people, as text tables (`compare --pairwise`) and as a section of the
+HTML report: the standings (Bradley-Terry ranking and win rates), each pair's wins, ties and
+losses, the position bias, and the agreement with human preferences.
 
 It reads the plain dictionary `meta.pairwise.PairwiseResult.to_dict()` gives, so `compare
 --pairwise --report x.html` and `report --pairwise FILE.json` (the JSON `compare --pairwise-out`
@@ -115,6 +116,37 @@ def attach(report: dict, data: dict) -> dict:
     return report
 
 
+def pairwise_tables(data: dict, fmt: str = "plain") -> list[tuple[str, str]]:
+    """(title, table) pairs for `PairwiseResult.to_dict()`."""
+    from .tables import format_table
+
+    out = []
+    rows = [[p["a"], p["b"], p["n"], p["wins"], p["ties"], p["losses"], p["win_rate"], p["ci_low"], p["ci_high"],
+             p["position_bias"]] for p in data["pairs"]]
+    out.append(("pairwise verdicts: a against b (both orders; a win needs both)",
+                format_table(["a", "b", "n", "a wins", "ties", "b wins", "a win rate", "ci_low", "ci_high",
+                              "position bias"], rows, fmt=fmt, digits=3)))
+    rows = [[r["rank"], r["system"], r["n"], r["win_rate"], r["ci_low"], r["ci_high"], r["bt"], r["bt_ci_low"],
+             r["bt_ci_high"]] for r in data["standings"]]
+    out.append(("pairwise standings: Bradley-Terry log-strength (mean 0) and win rate, 95% bootstrap CIs",
+                format_table(["rank", "system", "comparisons", "win rate", "ci_low", "ci_high", "bt", "bt_low",
+                              "bt_high"], rows, fmt=fmt, digits=3)))
+    if data.get("agreement"):
+        rows = [[a["measure"], a["n"], a["agreement"], a["ci_low"], a["ci_high"], a["ties"]]
+                for a in data["agreement"]]
+        out.append((f"agreement with human preferences ({data['agreement_quality']}): share of pairs people "
+                    "rated apart on which the measure prefers the same reply (tie 1/2)",
+                    format_table(["measure", "pairs", "agreement", "ci_low", "ci_high", "ties"], rows, fmt=fmt,
+                                 digits=3)))
+    return out
+
+
+def describe_bias(data: dict) -> str:
+    pb = data["position_bias"]
+    return (f"position bias: the two orders disagreed on {pb['rate']:.1%} of {pb['n']} comparisons; "
+            f"{pb['first_rate']:.1%} of single-order verdicts picked the reply shown first")
+
+
 def with_section(page: str, data: dict) -> str:
     """A rendered report page (`report.html.render_html` of a report `attach` was given) with
     the section put where the probes' goes: before the script that makes its tables sortable."""
@@ -122,4 +154,5 @@ def with_section(page: str, data: dict) -> str:
     return page[:at] + pairwise_section(data) + "\n" + page[at:]
 
 
-__all__ = ["attach", "check_pairwise", "pairwise_section", "read_pairwise", "with_section"]
+__all__ = ["attach", "check_pairwise", "describe_bias", "pairwise_section", "pairwise_tables", "read_pairwise",
+           "with_section"]
