@@ -165,6 +165,17 @@ def report_tallies(tallies: dict[Any, list[int]]) -> None:
                               f"vocabulary (case {key[1]})", TallyWarning, stacklevel=3)
         elif key[0] == "script" and counts[0]:
             warnings.warn(ForeignScriptWarning(counts[0], key[1], key[2]), stacklevel=3)
+        elif key[0] == "judge-spread":     # a served judge (metrics/judge/served.py)
+            items, sd_micro, unread = counts
+            if key[2] > 1 and (items or unread):
+                spread = (f"mean within-item SD of the rating {sd_micro / 1e6 / items:.3f} over {items:,} "
+                          "item(s)" if items else "no item scored")
+                warnings.warn(f"{key[1]}: G-Eval estimate from {key[2]} sampled answers per item: {spread}"
+                              + (f"; {unread:,} answer(s) named no rating" if unread else ""),
+                              DialevalWarning, stacklevel=3)
+            elif unread:
+                warnings.warn(f"{key[1]}: {unread:,} item(s) left unscored (NaN): no rating among the "
+                              "server's top tokens", DialevalWarning, stacklevel=3)
         elif key[0] == "unscored" and counts[0]:
             warnings.warn(f"{key[1]}: {counts[0]:,} sample(s) left unscored (NaN): every reference "
                           "has no word in the vectors' vocabulary", TallyWarning, stacklevel=3)
