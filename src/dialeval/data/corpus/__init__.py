@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 
 from .files import CORPUS_FORMATS, guess_format, pairs, read_corpus, sentences
-from .named import CorpusReader, Dialogue, corpus_readers, reader_of, split_spec
+from .named import CorpusReader, Dialogue
+from .registry import corpus_readers, reader_of, split_spec
 
 TOPICAL_CHAT = "topical-chat:"
 
