@@ -68,6 +68,7 @@ def test_conllu_errors_name_the_line(tmp_path):
         read_conllu(str(bad))
 
 
+@pytest.mark.slow
 def test_wordnet_variants(small_tagger):
     wn = wordnet_or_skip()
     from dialeval.augment.wordnet import WordNetAugmenter

@@ -85,6 +85,7 @@ def test_pass_rows_adds_copies_only_under_min_positions_on_the_cpu():
     assert pass_rows([7, 8], 9, 4, "cuda") == [7, 8, 7, 7]      # not measured off the CPU: the fixed shape
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", range(1, MAX_BATCH + 1))
 def test_vector_is_the_same_bits_alone_and_among_others(readers, size):
     made, alone = readers
@@ -97,6 +98,7 @@ def test_vector_is_the_same_bits_alone_and_among_others(readers, size):
             assert np.array_equal(got[k], alone[name][i]), (name, size, TEXTS[i][:30])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [4, 16])
 def test_minimal_fill_gives_the_bits_of_the_fixed_fill(readers, monkeypatch, size):
     made, alone = readers
@@ -106,6 +108,7 @@ def test_minimal_fill_gives_the_bits_of_the_fixed_fill(readers, monkeypatch, siz
             assert np.array_equal(vec, alone[name][k]), (name, size, TEXTS[k][:30])
 
 
+@pytest.mark.slow
 def test_mpnet_short_texts_alone_and_among_others():
     """MPNet rounds a row alone differently up to 11 tokens: the copies that ENCODER_MIN_POSITIONS
     adds must give those texts their batched bits. Skipped where MPNet is not prepared."""

@@ -33,6 +33,7 @@ def backbone_of(name):
     return load_backbone(folder, kind="hf")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["minilm", "mpnet"])
 def test_cut_pass_equals_the_whole_pass_bit_for_bit(name):
     from dialeval.backbones.encoding import token_states_at

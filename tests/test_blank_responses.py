@@ -51,6 +51,7 @@ def buildable():
     return out
 
 
+@pytest.mark.slow
 def test_every_metric_gives_a_blank_response_its_floor(shipped):
     metrics = buildable()
     assert len(metrics) >= 40, [m.name for m in metrics]
@@ -78,6 +79,7 @@ def test_nan_only_where_the_score_is_undefined_whatever_the_response(shipped):
     assert coherence[0] == 0.0 and math.isnan(coherence[1])   # no context: undefined
 
 
+@pytest.mark.slow
 def test_silent_ranks_last_on_every_metric(shipped):
     import dialeval
 

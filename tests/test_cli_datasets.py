@@ -63,6 +63,7 @@ def run(capsys, argv: list[str]) -> int:
     return code
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", list_datasets(), ids=lambda s: s.name)
 def test_every_command_on_every_data_set(spec, tmp_path, capsys):
     folder = DATA / spec.folder

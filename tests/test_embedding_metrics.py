@@ -156,6 +156,7 @@ NLGEVAL_NAMES = {"emb_average": "EmbeddingAverageCosineSimilarity", "emb_extrema
                  "emb_greedy": "GreedyMatchingScore"}
 
 
+@pytest.mark.slow
 def test_parity_with_nlgeval_on_dstc6():
     """golden/dstc6-embedding-nlgeval.json: nlg-eval's values on S_1, S_5, S_20 with the 50-d vectors."""
     golden = json.loads(need(GOLDEN / "dstc6-embedding-nlgeval.json").read_text(encoding="utf-8"))

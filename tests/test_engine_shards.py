@@ -303,6 +303,7 @@ def tiny_mme(tmp_path_factory):
     return str(train_tiny_mme(tmp_path_factory.mktemp("mme"))[0])
 
 
+@pytest.mark.slow
 def test_mme_metrics_shard_exactly(tiny_mme):
     from dialeval.backbones import clear_vectors
 
@@ -448,6 +449,7 @@ def test_metrics_that_only_subclass_metric_work_unchanged():
     assert res.corpus["length_ratio"] == pytest.approx(np.nanmean(ratio), abs=1e-12)
 
 
+@pytest.mark.slow
 def test_judge_shards_exactly():
     """One prompt at a time (the default) and a cached prefix that is the template's own, not
     the rows': a judge score is the same bits whatever shard it falls in."""

@@ -344,6 +344,7 @@ public class StemAll {
 """
 
 
+@pytest.mark.slow
 def test_stemmer_equals_the_jars_on_wordnet_vocabulary(tmp_path):
     """Every WordNet word of METEOR's synonym list, stemmed by the jar's own Snowball class."""
     if not (shutil.which("java") and shutil.which("javac")):

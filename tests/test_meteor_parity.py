@@ -80,6 +80,7 @@ def dstc6_two():
                          [root / "references" / f for f in DSTC6_REFS])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["multi", "max"])
 def test_dstc6_s1_s20(dstc6_two, mode):
     gold = json.loads(need(GOLDEN / "dstc6.json").read_text())["systems"]

@@ -255,6 +255,7 @@ def test_sentence_cosine_and_bertscore_share_one_minilm():
     assert len(cached_backbones()) == 2 and len(models) == 1
 
 
+@pytest.mark.slow
 def test_mme_is_planned_without_loading_and_each_file_is_hashed_once(tmp_path, monkeypatch):
     from test_mme import train_tiny_mme
 

@@ -52,6 +52,7 @@ def dstc6_samples():
     return read_parallel(hyps, [root / "references" / f for f in DSTC6_REFS])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["multi", "max"])
 def test_dstc6_all_systems(dstc6_samples, mode):
     gold = json.loads(need(GOLDEN / "dstc6.json").read_text())["systems"]
@@ -62,6 +63,7 @@ def test_dstc6_all_systems(dstc6_samples, mode):
         _assert_matches(result, gold[system][mode], rows=rows, system=system)
 
 
+@pytest.mark.slow
 def test_dstc6_organisers_table_through_the_cli(capsys):
     """`dialeval score --json` on the DSTC6 files gives BLEU-1..4, ROUGE-L and CIDEr(-D) of the
     organisers' table (made with nlg-eval) to its 6 decimals, for all 20 systems."""
