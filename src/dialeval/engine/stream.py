@@ -258,7 +258,7 @@ def _stream(plan, source, backend, output, resume, progress, say, with_stats=Fal
                 first_pass_record = save_first_pass(first_pass_file, plan, corpus)
                 save_checkpoint(checkpoint, {"fingerprint": fingerprint, "shards": skip, "bytes": handle.tell(),
                                              "totals": totals.to_dict(), "first_pass": first_pass_record})
-        with ticking(bar.advance):
+        with ticking(bar.advance if mode else None):   # nobody watching: shards are not sliced
             totals = run_plan(plan, shards, backend, corpus=corpus, totals=totals, skip=skip, on_shard=on_shard,
                               keep_stats=with_stats)
         if totals.n == 0:
