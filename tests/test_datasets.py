@@ -15,7 +15,10 @@ from dialeval.errors import DialevalError
 SIZES = {"dstc6": 40000, "usr-tc": 360, "usr-pc": 300, "fed-turn": 375, "fed-dialogue": 125,
          "grade-dailydialog": 300, "grade-convai2": 600, "grade-empatheticdialogues": 300,
          "holistic-coherence": 200, "holistic-fluency": 200, "gupta": 500,
-         "predictive-engagement": 600, "dstc9": 2200}
+         "predictive-engagement": 600, "dstc9": 2200,
+         # ConvAI2 wild-eval: the 3,113 scored train-safe dialogues less the 782 of a single turn;
+         # DailyDialog++ test: 1,142 contexts x 15 replies
+         "convai2-wild": 2331, "dailydialog-pp": 17130}
 
 
 def test_registry_lists_every_loader():
