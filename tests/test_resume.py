@@ -280,8 +280,14 @@ def test_models_build_resumes_at_the_default_it_stopped_in(tmp_path, monkeypatch
     def amfm(file):
         return lambda root, out: ["train", "amfm", "--corpus", os.path.join(root, "corpus", file), "--dims", "2",
                                   "--order", "2", "--seed", "0", "-o", out]
-    for name, file in (("tiny_a", "a.txt"), ("tiny_b", "b.txt")):
-        monkeypatch.setitem(RECIPES, name, Recipe(name, ("am",), "a test corpus", "none", amfm(file), needs=("corpus",)))
+    def two_stages(root, out):       # a recipe of two commands: the first writes a stage folder
+        from dialeval.recipes.table import stage_folder
+
+        return [amfm("a.txt")(root, stage_folder(out, 1)), amfm("b.txt")(root, out)]
+    monkeypatch.setitem(RECIPES, "tiny_a", Recipe("tiny_a", ("am",), "a test corpus", "none", amfm("a.txt"),
+                                                  needs=("corpus",)))
+    monkeypatch.setitem(RECIPES, "tiny_b", Recipe("tiny_b", ("am",), "a test corpus", "none", two_stages,
+                                                  needs=("corpus",)))
     monkeypatch.setattr(build_module, "ORDER", ["tiny_a", "tiny_b"])
     out = tmp_path / "models"
     argv = ["models", "build", "--data-root", str(data), "-o", str(out)]
@@ -294,5 +300,7 @@ def test_models_build_resumes_at_the_default_it_stopped_in(tmp_path, monkeypatch
     assert main([*argv, "--resume"]) == 0
     err = capsys.readouterr().err
     assert "tiny_a: built before the stop, kept" in err and (out / "tiny_b" / "manifest.json").exists()
+    assert "&& dialeval train amfm" in err                        # the two commands of tiny_b, as cards show them
+    assert sorted(os.listdir(out)) == ["tiny_a", "tiny_b"]        # no stage or staging folder left
     assert (out / "tiny_a" / "manifest.json").stat().st_mtime_ns == built
     assert not os.path.exists(checkpoint_folder(str(out)))

@@ -11,7 +11,7 @@ from typing import Callable
 from ..errors import DialevalError
 from .cards import write_card
 from .normalise import normalise
-from .table import ORDER, RECIPES, command_text
+from .table import ORDER, RECIPES, command_text, stage_folder, stages
 
 
 def check_data_root(root: str, names: list[str]) -> None:
@@ -86,22 +86,31 @@ def build(data_root: str, out_root: str, only: list[str] | None = None,
                 say(f"models build: {name}: built before the stop, kept")
                 continue
             staging = target + ".tmp-build"
-            argv = recipe.argv(data_root, staging)
-            if checkpoint is not None and checkpoint.resume and os.path.isdir(checkpoint_folder(staging)):
-                argv.append("--resume")
-            else:
-                shutil.rmtree(staging, ignore_errors=True)
-                shutil.rmtree(checkpoint_folder(staging), ignore_errors=True)
-            if checkpoint_minutes:
-                argv += ["--checkpoint-minutes", str(checkpoint_minutes)]
+            commands = stages(recipe, data_root, staging)
+            folders = [stage_folder(staging, k) for k in range(1, len(commands))] + [staging]
+            resuming = checkpoint is not None and checkpoint.resume
             say(f"models build: {name}: {command_text(name)}")
-            status = _run(argv, recipe.threads, recipe.blas)
-            if status == 130:
-                raise KeyboardInterrupt
-            if status != 0:
-                shutil.rmtree(staging, ignore_errors=True)
-                shutil.rmtree(checkpoint_folder(staging), ignore_errors=True)
-                raise DialevalError(f"models build: {name} failed (exit status {status})")
+            for argv, folder in zip(commands, folders):
+                if resuming and folder != staging and os.path.isdir(folder) \
+                        and not os.path.isdir(checkpoint_folder(folder)):
+                    continue                        # an earlier command of the recipe, finished
+                if resuming and os.path.isdir(checkpoint_folder(folder)):
+                    argv.append("--resume")
+                else:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    shutil.rmtree(checkpoint_folder(folder), ignore_errors=True)
+                if checkpoint_minutes:
+                    argv += ["--checkpoint-minutes", str(checkpoint_minutes)]
+                status = _run(argv, recipe.threads, recipe.blas)
+                if status == 130:
+                    raise KeyboardInterrupt
+                if status != 0:
+                    for f in folders:
+                        shutil.rmtree(f, ignore_errors=True)
+                        shutil.rmtree(checkpoint_folder(f), ignore_errors=True)
+                    raise DialevalError(f"models build: {name} failed (exit status {status})")
+            for folder in folders[:-1]:
+                shutil.rmtree(folder, ignore_errors=True)
             write_card(staging, recipe)
             normalise(staging, data_root, out_root, final=name)
             shutil.rmtree(target, ignore_errors=True)

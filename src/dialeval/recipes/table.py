@@ -47,7 +47,9 @@ class Recipe:
     metrics: tuple[str, ...]
     trained_on: str
     licence: str
-    argv: Callable[[str, str], list[str]]      # (data root, output folder) -> dialeval arguments
+    # (data root, output folder) -> dialeval arguments; or a list of such commands run in order,
+    # a later one continuing from an earlier one's folder (`stage_folder`), the last writing the output
+    argv: Callable[[str, str], Any]
     needs: tuple[str, ...] = ()                  # folders under the data root it reads
     after: tuple[str, ...] = ()                  # defaults it is built over
     card: str = ""                               # docs/models/<card>.md
@@ -174,7 +176,19 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
 ORDER = ["amfm", "adem", "c_adem", "r_adem", "mme", "mme_cross", "lm", "compose", "compose_ref"]
 
 
+def stage_folder(out: str, k: int) -> str:
+    """Where the k-th command (from 1) of a recipe of several writes, when it is not the last."""
+    return f"{out}.stage{k}"
+
+
+def stages(recipe: Recipe, root: str, out: str) -> list[list[str]]:
+    """The recipe's commands in order (one for most recipes)."""
+    got = recipe.argv(root, out)
+    return [list(c) for c in got] if got and isinstance(got[0], (list, tuple)) else [list(got)]
+
+
 def command_text(name: str) -> str:
-    """The recipe as a command line, with the public names (for cards and `models list`)."""
-    argv = RECIPES[name].argv(DATA_ROOT, f"{MODELS}/{name}")
-    return "dialeval " + " ".join(a if " " not in a else repr(a) for a in argv)
+    """The recipe as a command line (commands joined by `&&`), with the public names (for cards
+    and `models list`)."""
+    return " && ".join("dialeval " + " ".join(a if " " not in a else repr(a) for a in argv)
+                       for argv in stages(RECIPES[name], DATA_ROOT, f"{MODELS}/{name}"))
