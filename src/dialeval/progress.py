@@ -49,9 +49,16 @@ def loading(what: str) -> Iterator[None]:
         print(line, file=sys.stderr, flush=True)
         yield
         return
+    with _said_after(SLOW_LOAD, line):
+        yield
+
+
+@contextlib.contextmanager
+def _said_after(delay: float, line: str) -> Iterator[None]:
+    """`line` on stderr if the block is still running after `delay` seconds."""
     import threading
 
-    timer = threading.Timer(SLOW_LOAD, lambda: print(line, file=sys.stderr, flush=True))
+    timer = threading.Timer(delay, lambda: print(line, file=sys.stderr, flush=True))
     timer.daemon = True
     timer.start()
     try:
@@ -69,17 +76,8 @@ def waiting(what: str, after: float | None = None) -> Iterator[None]:
     if not ANNOUNCE:
         yield
         return
-    import threading
-
-    line = f"dialeval: {what} ..."
-    timer = threading.Timer(SLOW_LOAD if after is None else after,
-                            lambda: print(line, file=sys.stderr, flush=True))
-    timer.daemon = True
-    timer.start()
-    try:
+    with _said_after(SLOW_LOAD if after is None else after, f"dialeval: {what} ..."):
         yield
-    finally:
-        timer.cancel()
 
 
 def tick(samples: float) -> None:

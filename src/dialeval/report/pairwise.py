@@ -10,7 +10,6 @@ wrote) draw the same section. Every text is escaped; the same data give the same
 from __future__ import annotations
 
 import html
-import json
 import math
 import os
 from typing import Any
@@ -49,14 +48,9 @@ def check_pairwise(data: Any, where: str = "pairwise verdicts") -> dict:
 
 
 def read_pairwise(path: str | os.PathLike) -> dict:
-    path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        raise DialevalError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DialevalError(f"{path}: cannot read pairwise verdicts ({type(exc).__name__})") from None
+    from .probes import read_result_json
+
+    data, path = read_result_json(path, "pairwise verdicts")
     return check_pairwise(data, path)
 
 

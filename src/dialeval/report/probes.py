@@ -42,16 +42,21 @@ def check_probes(data: Any, where: str = "probe results") -> dict:
     return data
 
 
-def read_probes(path: str | os.PathLike) -> dict:
-    """The JSON file `dialeval probe -o` wrote."""
+def read_result_json(path: str | os.PathLike, what: str) -> tuple[Any, str]:
+    """(data, path) of a JSON result file a command wrote (`what` names it in the one-line error)."""
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            return json.load(handle), path
     except FileNotFoundError:
         raise DialevalError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DialevalError(f"{path}: cannot read probe results ({type(exc).__name__})") from None
+        raise DialevalError(f"{path}: cannot read {what} ({type(exc).__name__})") from None
+
+
+def read_probes(path: str | os.PathLike) -> dict:
+    """The JSON file `dialeval probe -o` wrote."""
+    data, path = read_result_json(path, "probe results")
     return check_probes(data, path)
 
 
