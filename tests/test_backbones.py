@@ -174,21 +174,24 @@ def tiny_bert(tmp_path_factory):
     return path
 
 
-def test_plain_folder_loads_and_the_cache_is_bounded(tiny_bert, tmp_path):
+def test_plain_folder_loads_and_the_cache_is_bounded(tiny_bert, tmp_path, monkeypatch):
     import shutil
 
+    from dialeval import cache as caches
     from dialeval.backbones import cache, load_backbone
+
+    monkeypatch.setattr(cache, "MODELS", caches.BoundedCache(max_items=3))
 
     bb = load_backbone(tiny_bert)
     assert bb.kind == "hf" and bb.sentence_model is None and not any(p.requires_grad for p in bb.model.parameters())
     assert bb.encode(["hi there"]).shape == (1, 32)                  # "model" on a plain folder: mean
     np.testing.assert_array_equal(bb.encode(["hi there"]), bb.encode(["hi there"], pooling="mean"))
     copies = []
-    for k in range(cache.MAX_MODELS + 1):
+    for k in range(3):
         copies.append(tmp_path / f"copy{k}")
         shutil.copytree(tiny_bert, copies[-1])
         load_backbone(copies[-1])
-    assert len(cache.cached_backbones()) == cache.MAX_MODELS
+    assert len(cache.cached_backbones()) == 3
     assert load_backbone(copies[-1]) is cache.cached_backbones()[-1]
     # a folder rewritten in place is a new key: loaded again, not served stale
     old = load_backbone(copies[-1])

@@ -163,7 +163,7 @@ def test_backbones_import_no_metric():
 # The layers, lowest first; a module may import its own layer and the ones below it, never one
 # above. `dialeval` (the package's front door) sits on top with the CLI.
 LAYERS = [
-    ("base", ("dialeval.errors", "dialeval.version", "dialeval.options", "dialeval.optional",
+    ("base", ("dialeval.errors", "dialeval.version", "dialeval.options", "dialeval.optional", "dialeval.cache",
               "dialeval.progress", "dialeval.plugins", "dialeval.stats")),
     ("data", ("dialeval.data",)),
     ("text", ("dialeval.text",)),

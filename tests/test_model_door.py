@@ -76,10 +76,25 @@ def test_a_changed_file_is_refused(tmp_path):
 
 
 def test_the_cache_is_bounded(tmp_path, monkeypatch):
-    monkeypatch.setattr(artifacts, "MAX_OPEN", 2)
+    from dialeval.cache import BoundedCache
+
+    monkeypatch.setattr(artifacts, "MODELS", BoundedCache(max_items=2))
     folders = [_artifact(tmp_path / f"m{i}", float(i)) for i in range(3)]
     for folder in folders:
         artifacts.open_model(folder, "toy", lambda p: object())
+    assert len(artifacts.opened_models()) == 2
+
+
+def test_the_cache_is_bounded_in_bytes(tmp_path, monkeypatch):
+    """Three 1 MB arrays under a 2.5 MB budget: the least recently used one leaves."""
+    import numpy as np
+
+    from dialeval.cache import BoundedCache
+
+    monkeypatch.setattr(artifacts, "MODELS", BoundedCache(max_bytes=int(2.5 * 2 ** 20)))
+    folders = [_artifact(tmp_path / f"m{i}", float(i)) for i in range(3)]
+    for folder in folders:
+        artifacts.open_model(folder, "toy", lambda p: np.zeros(2 ** 17))   # 1 MB each
     assert len(artifacts.opened_models()) == 2
 
 

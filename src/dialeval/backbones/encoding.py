@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..cache import memo
 from ..errors import DialevalError
 from . import batching
 from .batching import length_batches
@@ -38,7 +39,7 @@ class TextEncoder:
         self.batch_size = max(1, int(batch_size))
         self.max_length = int(max_length or backbone.max_length)
         self.blank = blank
-        self.cache: dict[str, np.ndarray] = {}
+        self.cache = memo(name="text vectors")
         self.encoded = 0   # texts actually run through the model (the rest came from the cache)
 
     def clear(self) -> None:
@@ -58,7 +59,8 @@ class TextEncoder:
         return [len(x) for x in ids]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        known = {t: self.cache.get(t) for t in dict.fromkeys(texts)}
+        missing = [t for t, v in known.items() if v is None]
         if missing:
             inputs = self.inputs(missing)
             lengths = self.lengths(inputs)
@@ -66,11 +68,11 @@ class TextEncoder:
                 full = batching.pass_rows(rows, lengths[rows[0]], self.batch_size, self.backbone.device)
                 vectors = self._run([inputs[i] for i in full])
                 for r, i in enumerate(rows):
-                    self.cache[missing[i]] = vectors[r]
+                    known[missing[i]] = self.cache.put(missing[i], vectors[r])
             self.encoded += len(missing)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self.cache[t] for t in texts])
+        return np.stack([known[t] for t in texts])
 
     def _run(self, batch: list[str]) -> np.ndarray:
         """One batch (all texts of one token length, no padding) -> float32 vectors."""

@@ -71,10 +71,28 @@ def load_backbone(path: str | os.PathLike, kind: str = "auto", device: str | Non
     key = (content_key(path), kind, task, device, gguf_file)
     if precision == "fp32":
         if kind == "hf" and task == "base" and _sentence_transformer_at_root(path):
-            return cache.get_or_load(key, lambda: _hf_view(path, device))
+            st_key = (content_key(path), "sentence-transformers", "base", device, gguf_file)
+            return cache.get_or_load(key, lambda: _hf_view(path, device), parent=st_key)
         return cache.get_or_load(key, lambda: _announced_load(path, kind, task, device, gguf_file))
     return cache.get_or_load(key + (precision,),
                              lambda: _cast(_announced_load(path, kind, task, device, gguf_file), precision))
+
+
+def private_model(path: str | os.PathLike, kind: str = "auto", device: str | None = "cpu", *,
+                  task: str = "base") -> "Backbone":
+    """A backbone whose weights the caller may change (merge an adapter into, train): a copy of
+    the cached one where the process holds it already, else loaded for the caller alone and not
+    cached, so that a model derived from it (a merged LoRA) is the only copy the process keeps."""
+    import copy
+
+    path = os.path.abspath(os.fspath(path))
+    if kind == "auto":
+        kind = detect_kind(path)
+    device = resolve_device(device)
+    held = cache.cached((content_key(path), kind, task, device, None))
+    if held is not None:
+        return Backbone(held.path, held.kind, held.task, held.device, held.tokenizer, copy.deepcopy(held.model))
+    return _announced_load(path, kind, task, device, None)
 
 
 def _sentence_transformer_at_root(path: str) -> bool:

@@ -30,6 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..cache import memo
 from ..errors import DialevalError
 from . import batching
 from .batching import length_batches
@@ -143,7 +144,7 @@ class TunedBackbone:
         self.pooling, self.normalize, self.blank = pooling, normalize, blank
         self.max_length = int(max_length or backbone.max_length)
         self.batch_size = max(1, int(batch_size))
-        self.cache: dict[str, np.ndarray] = {}
+        self.cache = memo(name="tuned vectors")
 
     def fingerprint(self) -> str:
         return f"{self.base_name}+top{len(self.top)}@{self.weights_id}"
@@ -159,13 +160,14 @@ class TunedBackbone:
         other = copy.copy(self)
         other.backbone, other.base, other.tokenizer = backbone, backbone.model, backbone.tokenizer
         other.top = scoring_layers(backbone.model, self.tuned_state())
-        other.cache = {}
+        other.cache = memo(name="tuned vectors")
         return other
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         import torch
 
-        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        known = {t: self.cache.get(t) for t in dict.fromkeys(texts)}
+        missing = [t for t, v in known.items() if v is None]
         if missing:
             apply_thread_policy()
             ids = _ids(self.backbone, missing, self.max_length, self.blank)
@@ -182,11 +184,11 @@ class TunedBackbone:
                         out = l2_normalize(out)
                     vecs = out.cpu().numpy().astype(np.float32)
                     for r, i in enumerate(rows):
-                        self.cache[missing[i]] = vecs[r]
+                        known[missing[i]] = self.cache.put(missing[i], vecs[r])
         if not texts:
             dim = self.base.config.hidden_size * (2 if self.pooling == "mean+max" else 1)
             return np.zeros((0, dim), dtype=np.float32)
-        return np.stack([self.cache[t] for t in texts])
+        return np.stack([known[t] for t in texts])
 
 
 def on_backbone(tuned, backbone):

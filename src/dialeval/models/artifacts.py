@@ -14,8 +14,9 @@ verified and loaded twice, and `score` loaded every model while it was still pla
   twice;
 - verifies the folder once per key (every listed file's sha256), and lets the loader's own
   `store.verify` / `load_artifact` calls skip hashing the same files a second time;
-- keeps at most `MAX_OPEN` loaded objects for the process (least recently used dropped first),
-  and `clear_models()` drops them all;
+- keeps the loaded objects in the process's one model cache (`dialeval.cache.MODELS`, one budget
+  in entries and bytes shared with the backbones), least recently used dropped first, and
+  `clear_models()` drops them all;
 - names the model by one fingerprint, `model_id`: the manifest's sha256 (the manifest lists every
   file's sha256, so any change to any file changes it), the hash the
   signature's `model:NAME@` field prints (`model_field`).
@@ -33,21 +34,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
-from collections import OrderedDict
 from typing import Any, Callable, TypeVar
 
+from ..cache import MODELS, BoundedCache
 from ..errors import DialevalError
 from . import store
 
 T = TypeVar("T")
 
-# Trained dialeval artifacts are small next to a backbone (ADEM, AM-FM, MME heads, a LoRA-merged
-# LM being the largest); eight covers every model family of one run with room for a comparison.
-MAX_OPEN = 8
+PREFIX = "artifact"
 
-_lock = threading.RLock()
-_open: "OrderedDict[tuple, Any]" = OrderedDict()
 
 
 def model_id(folder: str | os.PathLike) -> str:
@@ -138,8 +134,7 @@ def _identity(real: str) -> str:
 
 
 # (real path, manifest sha256) -> {real file path: sha256} of the folders verified in this process
-_verified: "OrderedDict[tuple[str, str], dict[str, str]]" = OrderedDict()
-MAX_VERIFIED = 64
+_verified = BoundedCache(max_items=64, sizeof=lambda entry: 0, name="verified folders")
 
 
 def check(folder: str | os.PathLike, kind: str | None = None) -> dict | None:
@@ -159,18 +154,12 @@ def check(folder: str | os.PathLike, kind: str | None = None) -> dict | None:
 
 def _verify_once(path: str, real: str, ident: str, kind: str | None) -> tuple[dict[str, str], dict]:
     """({real file path: sha256} of the verified files, the manifest), verified on first call."""
-    with _lock:
-        entry = _verified.get((real, ident))
-        if entry is not None:
-            _verified.move_to_end((real, ident))
+    entry = _verified.get((real, ident))
     if entry is None:
         with store.verified() as checked:
             manifest = store.verify(path, kind)
             entry = (dict(checked), manifest)
-        with _lock:
-            _verified[(real, ident)] = entry
-            while len(_verified) > MAX_VERIFIED:
-                _verified.popitem(last=False)
+        _verified.put((real, ident), entry)
     elif kind is not None and entry[1].get("kind") != kind:
         raise DialevalError(f"{path}: holds a {entry[1].get('kind')!r} artifact, not {kind!r}")
     return entry
@@ -189,11 +178,9 @@ def open_model(folder: str | os.PathLike, kind: str | None, load: Callable[[str]
         raise DialevalError(f"{path}: no such model folder")
     real = os.path.realpath(path)
     ident = _identity(real)
-    cache_key = (kind, real, ident) + tuple(key)
-    with _lock:
-        if cache_key in _open:
-            _open.move_to_end(cache_key)
-            return _open[cache_key]
+    cache_key = (PREFIX, kind, real, ident) + tuple(key)
+    if cache_key in MODELS:
+        return MODELS.get(cache_key)
     has_manifest = not ident.startswith("stat:")
 
     def run() -> T:
@@ -208,32 +195,29 @@ def open_model(folder: str | os.PathLike, kind: str | None, load: Callable[[str]
             value = run()
     else:
         value = run()
-    with _lock:
-        _open[cache_key] = value
-        _open.move_to_end(cache_key)
-        while len(_open) > MAX_OPEN:
-            _open.popitem(last=False)
-    return value
+    return MODELS.put(cache_key, value)
+
+
+def _entries() -> list[tuple[Any, Any]]:
+    return [(k, v) for k, v in MODELS.items() if isinstance(k, tuple) and k and k[0] == PREFIX]
 
 
 def opened_models() -> list:
     """The loaded objects the door holds, least recently used first."""
-    with _lock:
-        return list(_open.values())
+    return [v for _, v in _entries()]
 
 
 def clear_vectors() -> None:
     """Forget what the opened models remember of texts (their `clear_vectors`), keeping them."""
-    with _lock:
-        for value in _open.values():
-            forget = getattr(value, "clear_vectors", None)
-            if callable(forget):
-                forget()
+    for value in opened_models():
+        forget = getattr(value, "clear_vectors", None)
+        if callable(forget):
+            forget()
 
 
 def clear_models() -> None:
     """Drop every model the door holds, and forget which folders were verified (tests use it
     to make a run load and verify again)."""
-    with _lock:
-        _open.clear()
-        _verified.clear()
+    for key, _ in _entries():
+        MODELS.pop(key)
+    _verified.clear()

@@ -34,11 +34,12 @@ import hashlib
 import json
 import math
 import os
-from collections import Counter, OrderedDict
+from collections import Counter
 from typing import Any, Literal, Sequence
 
 import numpy as np
 
+from ...cache import memo
 from ...errors import DialevalError
 from ..base import Batch, Metric
 
@@ -101,32 +102,6 @@ class DocumentFrequencies:
 DEFAULT_MEMO_MB = 512
 
 
-class _StateMemo:
-    """text -> (float32 token states, token ids), least recently used dropped beyond `limit` bytes.
-    Kept beside the backbone (`Backbone.attach`), so bertscore_p, _r and _f share one."""
-
-    def __init__(self, limit: int):
-        self.limit = int(limit)
-        self.size = 0
-        self.items: OrderedDict[str, tuple[np.ndarray, list[int]]] = OrderedDict()
-
-    def get(self, text: str):
-        item = self.items.get(text)
-        if item is not None:
-            self.items.move_to_end(text)
-        return item
-
-    def put(self, text: str, states: np.ndarray, ids: list[int]) -> None:
-        if self.limit <= 0 or text in self.items:
-            return
-        states = np.array(states, dtype=np.float32, copy=True)     # not a view holding its batch
-        self.items[text] = (states, ids)
-        self.size += states.nbytes
-        while self.size > self.limit and self.items:
-            _, (old, _) = self.items.popitem(last=False)
-            self.size -= old.nbytes
-
-
 class _Reader:
     """One encoder at one layer: normalised token states and token ids of texts. The encoder runs
     only up to the deepest layer read (backbones.layers.states_reader); `whole` = True runs it all,
@@ -150,8 +125,10 @@ class _Reader:
         if self.limit > 100_000:
             self.limit = 512
         limit = int(float(memo_mb) * 2 ** 20)
+        # text -> (float32 token states, token ids), kept beside the backbone so that
+        # bertscore_p, _r and _f share one; bounded by --bertscore-memo-mb
         self.memo = self.backbone.attach(("bertscore-states", self.layer, self.limit, limit),
-                                         lambda: _StateMemo(limit))
+                                         lambda: memo(limit, name="bertscore token states"))
 
     def ids(self, text: str) -> list[int]:
         return list(self.backbone.tokenizer.encode(text.strip(), add_special_tokens=True,
@@ -179,8 +156,9 @@ class _Reader:
             for layer in wanted:
                 for text, st in zip(todo, states[layer]):
                     by_layer[layer][text] = _unit(st.states, list(st.input_ids))
-                    if layers is None:
-                        self.memo.put(text, st.states, list(st.input_ids))
+                    if layers is None:     # a copy, not a view holding its batch
+                        self.memo.put(text, (np.array(st.states, dtype=np.float32, copy=True),
+                                             list(st.input_ids)))
         return by_layer[self.layer] if layers is None else by_layer
 
     def plain_weights(self, ids: Sequence[int]) -> np.ndarray:

@@ -7,6 +7,8 @@ vectors through the trainer).
 
 from __future__ import annotations
 
+from ...cache import memo
+
 NLTK_WORD = "nltk-word"
 
 
@@ -17,14 +19,15 @@ def nltk_word_tokenize(text: str) -> list[str]:
     return word_tokenize(text, preserve_line=True)
 
 
-_TOKEN_CACHE: dict[tuple[str, str], list[str]] = {}
-_TOKEN_CACHE_LIMIT = 500_000
+# (tokenizer, text) -> tokens, bounded like every per-text memo (dialeval.cache.memo)
+_TOKEN_CACHE = memo(sizeof=lambda tokens: 56 + sum(57 + len(t) for t in tokens), name="tokens")
 
 
 def tokenize_texts(name: str, texts: list[str]) -> list[list[str]]:
     """Tokens of each text. nltk's tokenizer costs ~0.2 ms a line and evaluation sets share
     their references across systems, so tokens are remembered process-wide (bounded)."""
-    missing = [t for t in dict.fromkeys(texts) if (name, t) not in _TOKEN_CACHE]
+    known = {t: _TOKEN_CACHE.get((name, t)) for t in dict.fromkeys(texts)}
+    missing = [t for t, v in known.items() if v is None]
     if missing:
         if name == NLTK_WORD:
             tokens = [nltk_word_tokenize(t) for t in missing]
@@ -32,9 +35,8 @@ def tokenize_texts(name: str, texts: list[str]) -> list[list[str]]:
             from ...text.tokenizers import tokenize_all
 
             tokens = tokenize_all(name, missing)
-        if len(_TOKEN_CACHE) + len(missing) > _TOKEN_CACHE_LIMIT:
-            _TOKEN_CACHE.clear()
-        _TOKEN_CACHE.update(zip(((name, t) for t in missing), tokens))
+        for text, toks in zip(missing, tokens):
+            known[text] = _TOKEN_CACHE.put((name, text), toks)
         if len(missing) == len(texts):
             return tokens
-    return [_TOKEN_CACHE[(name, t)] for t in texts]
+    return [known[t] for t in texts]

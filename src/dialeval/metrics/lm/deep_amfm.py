@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import math
 import os
-from collections import OrderedDict
 from typing import Any, Literal, Sequence
 
 import numpy as np
 
+from ...cache import memo
 from ...errors import DialevalError
 from ..base import Batch, Metric
 from .checkpoint import LazyLM
@@ -38,9 +38,6 @@ from .logprob import BATCH_SIZE, TOKEN_BUDGET, LMOptions
 AM_REFS = ("max", "mean", "centroid")
 FM_REFS = ("max", "mean")
 DEFAULT_LAMBDA = 0.8
-_MEMORY = 200_000    # texts whose likelihood a metric instance remembers across shards
-
-
 def pair_ratio(hyp: np.ndarray, ref: np.ndarray) -> np.ndarray:
     """min/max of exp(hyp), exp(ref) for mean log-probabilities, in log space: exp(-|hyp - ref|)."""
     return np.exp(-np.abs(hyp - ref))
@@ -189,7 +186,8 @@ class _LMHalf(LazyLM):
         self.layout_option, self.precision_option = lm_settings(layout, precision)
         self._lm = None
         self._peeked: dict | None = None
-        self._known: OrderedDict[str, float] = OrderedDict()
+        # text -> its likelihood, remembered across shards (a float and its text's bytes each)
+        self._known = memo(sizeof=lambda value: 120, name="deep_fm likelihoods")
 
 
     def layout(self) -> str:
@@ -205,16 +203,13 @@ class _LMHalf(LazyLM):
         text computed once per run: references repeat across systems and shards."""
         from .logprob import mean_logprobs
 
-        todo = list(dict.fromkeys(t for t in texts if t not in self._known))
+        known = {t: self._known.get(t) for t in dict.fromkeys(texts)}
+        todo = [t for t, v in known.items() if v is None]
         if todo:
             values = mean_logprobs(self.lm, todo, batch_size=self.batch_size, token_budget=self.token_budget)
             for text, value in zip(todo, values):
-                self._known[text] = float(value)
-            while len(self._known) > _MEMORY:
-                self._known.popitem(last=False)
-        return np.array([self._known[t] if t in self._known else
-                         float(mean_logprobs(self.lm, [t], batch_size=self.batch_size,
-                                             token_budget=self.token_budget)[0]) for t in texts])
+                known[text] = self._known.put(text, float(value), size=len(text) + 120)
+        return np.array([known[t] for t in texts])
 
     def scores(self, batch: Batch) -> np.ndarray:
         def compute() -> np.ndarray:

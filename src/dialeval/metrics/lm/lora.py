@@ -107,13 +107,13 @@ def _prepared_source_hash(base_path: str) -> str:
 
 
 def _base_model(base: str, device: str):
-    """A private copy of the base LM (the backbone cache's copy stays untouched by peft)."""
-    import copy
+    """The base LM's weights for peft to change: never the backbone cache's copy (the judge may
+    read it), and a copy of it only where it is cached already; otherwise loaded for the adapter
+    alone, so that the merged model is the one copy of the base the process holds."""
+    from ...backbones.loading import private_model
 
-    from ...backbones import load_backbone
-
-    bb = load_backbone(base, kind="auto", device=device, task="causal-lm")
-    return copy.deepcopy(bb.model), bb.tokenizer
+    bb = private_model(base, kind="auto", device=device, task="causal-lm")
+    return bb.model, bb.tokenizer
 
 
 class LoraTrainer(Estimator):

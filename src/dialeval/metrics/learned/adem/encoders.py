@@ -19,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ....cache import memo
 from ....errors import DialevalError
 
 
@@ -71,20 +72,21 @@ class HredEncoder:
         self.directory = os.path.abspath(directory)
         self.spec = f"hred:{self.directory}"
         self.model = load_encoder(self.directory, device)
-        self._cache: dict[tuple[str, ...], np.ndarray] = {}
+        self._cache = memo(name="hred context vectors")
 
     def clear_vectors(self) -> None:
         self._cache.clear()
 
     def encode_contexts(self, contexts: Sequence[Sequence[str]]) -> np.ndarray:
         keys = [tuple(list(c)[-self.model.max_turns:]) for c in contexts]
-        missing = [k for k in dict.fromkeys(keys) if k not in self._cache]
+        known = {k: self._cache.get(k) for k in dict.fromkeys(keys)}
+        missing = [k for k, v in known.items() if v is None]
         if missing:
             for k, v in zip(missing, self.model.encode([list(k) for k in missing])):
-                self._cache[k] = v.astype(np.float64)
+                known[k] = self._cache.put(k, v.astype(np.float64))
         if not keys:
             return np.zeros((0, self.model.ctx_dim))
-        return np.stack([self._cache[k] for k in keys])
+        return np.stack([known[k] for k in keys])
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         return self.encode_contexts([[t] for t in texts])
