@@ -115,11 +115,8 @@ def test_cpu_builds_the_metric(metric, option, extra):
             pytest.skip(f"SmolLM2-135M-Instruct is not prepared here: {exc}")
     m = build_metric(metric, **{option: "cpu"}, **extra)
     assert m.name == metric
-    if metric == "sent_cosine":
-        assert ("device", "cpu") in m.signature_options()
-    elif metric.startswith(("bertscore", "adem", "c_adem", "r_adem", "mme_")):
-        # the default device is not named: signatures unchanged
-        assert not any(k == "device" for k, _ in m.signature_options())
+    # the one runtime rule (metrics/model_metric.py): the default device is not named
+    assert not any(k == "device" for k, _ in m.signature_options())
 
 
 @no_cuda
@@ -178,8 +175,8 @@ def test_sentence_bf16_is_close_named_and_leaves_fp32_alone():
     again = score(rows, ["sent_cosine"])
     np.testing.assert_array_equal(again.sentence["sent_cosine"], fp32.sentence["sent_cosine"])
     np.testing.assert_allclose(bf16.sentence["sent_cosine"], fp32.sentence["sent_cosine"], atol=1e-2, rtol=0)
-    assert str(fp32.signatures["sent_cosine"]).endswith("|model:all-MiniLM-L6-v2|device:cpu|version:" +
+    assert str(fp32.signatures["sent_cosine"]).endswith("|model:all-MiniLM-L6-v2|version:" +
                                                         str(fp32.signatures["sent_cosine"]).rsplit(":", 1)[1])
-    assert "|device:cpu|dtype:bf16|" in str(bf16.signatures["sent_cosine"])
+    assert "|model:all-MiniLM-L6-v2|dtype:bf16|" in str(bf16.signatures["sent_cosine"])
     with pytest.raises(DialevalError, match="--sentence-precision fp16: choose from fp32, bf16"):
         build_metric("sent_cosine", sentence_precision="fp16")

@@ -135,7 +135,7 @@ def test_template_file_option_and_signature(smollm2, tmp_path):
     sig = str(m.signature())
     sha = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     assert sig.startswith("judge_fluency|") and f"template:terse@{sha}" in sig
-    assert "quality:fluency" in sig and "prec:fp32" in sig and "model:smollm2-135m-instruct:" in sig
+    assert "quality:fluency" in sig and "dtype" not in sig and "model:smollm2-135m-instruct:" in sig
     assert "Reply: ok" in m.prompt(CONTEXT, "ok", [])
     shipped = hashlib.sha256((TEMPLATE_DIR / "relevance.txt").read_bytes()).hexdigest()[:12]
     assert f"template:relevance@{shipped}" in str(build_metric("judge_relevance").signature())
@@ -143,7 +143,7 @@ def test_template_file_option_and_signature(smollm2, tmp_path):
 
 def test_bf16_is_close_to_fp32(judge):
     bf = build_metric("judge", judge_precision="bf16")
-    assert "prec:bf16" in str(bf.signature())
+    assert "|dtype:bf16|" in str(bf.signature())
     a, b = judge.compute(batch()).sentence, bf.compute(batch()).sentence
     assert np.all(np.abs(a - b) < 0.5), (a, b)
     assert next(judge.judge.model.parameters()).dtype.is_floating_point    # the shared fp32 copy is untouched

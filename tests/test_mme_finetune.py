@@ -240,7 +240,6 @@ def test_tuned_encoders_run_in_bf16_close_to_fp32(tuned):
     and its remembered vectors, untouched): close to fp32 and named in the signature."""
     from test_mme import _samples
 
-    from dialeval.metrics.mme.encoder import running
     from dialeval.metrics.mme.finetune import TunedEncoder
     from dialeval.metrics.mme.model import MMEModel
     from dialeval.scoring import score
@@ -255,8 +254,7 @@ def test_tuned_encoders_run_in_bf16_close_to_fp32(tuned):
     for model in subs:
         if model._tuned_encoder is None:
             continue
-        with running("cpu", "bf16"):
-            moved = model._encoder()
+        moved = model._encoder("cpu", "bf16")
         assert isinstance(moved, TunedEncoder) and moved is not model._tuned_encoder
         assert moved.backbone.precision == "bf16" and model._encoder().backbone.precision == "fp32"
         assert {str(p.dtype) for p in moved.top.parameters()} == {"torch.bfloat16"}

@@ -185,7 +185,7 @@ def test_cuda_without_a_gpu_is_refused_in_one_line_with_exit_2(tmp_path, capsys,
 
 def test_deep_am_takes_the_sentence_encoders_precision_and_device():
     """deep_am (and deep_amfm's AM half) read sent_cosine's vectors, so they take its options:
-    fp32 signs as before, bf16 is named and stays within the sentence encoder's measured gap
+    fp32 names no runtime, bf16 is named and stays within the sentence encoder's measured gap
     (docs/speed.md: 0.0038 on USR-TC), and a CUDA device without a GPU is refused in one line."""
     from dialeval.data.readers import read_samples
     from dialeval.scoring import score
@@ -193,8 +193,8 @@ def test_deep_am_takes_the_sentence_encoders_precision_and_device():
     samples = read_samples(str(DEMO))
     fp32 = score(samples, ["deep_am"], progress=False)
     bf16 = score(samples, ["deep_am"], progress=False, sentence_precision="bf16")
-    assert "encoder_dtype" not in str(fp32.signatures["deep_am"])
-    assert "|encoder_dtype:bf16|" in str(bf16.signatures["deep_am"])
+    assert "dtype" not in str(fp32.signatures["deep_am"])
+    assert "|dtype:bf16|" in str(bf16.signatures["deep_am"])
     a, b = fp32.sentence["deep_am"], bf16.sentence["deep_am"]
     assert np.array_equal(np.isnan(a), np.isnan(b)) and np.nanmax(np.abs(a - b)) < 0.01
     assert np.nanmax(np.abs(a - b)) > 0                         # bf16 did run

@@ -17,7 +17,8 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from ...errors import DialevalError
-from ..base import Batch, Metric
+from ..base import Batch
+from ..model_metric import ModelMetric
 from .lsi import AM_REFS, am_scores
 from .model import described, load_cached
 from .text import TOKENIZATION
@@ -52,7 +53,7 @@ def fm_scores(lm, hyps: Sequence[str], refs: Sequence[Sequence[str]], refs_rule:
     return out
 
 
-class _AMFMBase(Metric):
+class _AMFMBase(ModelMetric):
     """AM-FM's metrics over one trained model folder.
 
     Options:
@@ -87,22 +88,14 @@ class _AMFMBase(Metric):
         self._am_dims = int(am_dims) if am_dims else None
         self.am_refs = am_refs
         self.fm_refs = fm_refs
-        self._model = None
-        self._described: dict[str, Any] | None = None
 
     # The folder loads on first use (scoring); what the signature and the option checks need is
     # read from its small files (`model.described`), so planning a run loads nothing.
-    @property
-    def model(self):
-        if self._model is None:
-            self._model = load_cached(self.amfm_model)
-        return self._model
+    def load_model(self):
+        return load_cached(self.amfm_model)
 
-    @property
-    def described(self) -> dict[str, Any]:
-        if self._described is None:
-            self._described = described(self.amfm_model)
-        return self._described
+    def describe(self) -> dict[str, Any]:
+        return described(self.amfm_model)
 
     @property
     def am_dims(self) -> int:
@@ -124,7 +117,7 @@ class _AMFMBase(Metric):
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
 
-    def _model_options(self) -> list[tuple[str, Any]]:
+    def model_fields(self) -> list[tuple[str, Any]]:
         return [("model", self.described["model"])]
 
 
@@ -135,8 +128,8 @@ class AM(_AMFMBase):
     def multi_stats(self, batch: Batch) -> np.ndarray:
         return self._am(batch)[:, None]
 
-    def signature_options(self):
-        return self._model_options() + [("dims", self.am_dims), ("weight", self.described["weighting"]),
+    def option_fields(self):
+        return [("dims", self.am_dims), ("weight", self.described["weighting"]),
                                         ("amrefs", self.am_refs)]
 
 
@@ -147,8 +140,8 @@ class FM(_AMFMBase):
     def multi_stats(self, batch: Batch) -> np.ndarray:
         return self._fm(batch)[:, None]
 
-    def signature_options(self):
-        return self._model_options() + [("order", self.described["order"]), ("fmrefs", self.fm_refs)]
+    def option_fields(self):
+        return [("order", self.described["order"]), ("fmrefs", self.fm_refs)]
 
 
 class FMAbs(_AMFMBase):
@@ -159,8 +152,8 @@ class FMAbs(_AMFMBase):
     def multi_stats(self, batch: Batch) -> np.ndarray:
         return np.power(10.0, self.model.lm_.mean_log10(batch.hyps))[:, None]
 
-    def signature_options(self):
-        return self._model_options() + [("order", self.described["order"]), ("eos", True)]
+    def option_fields(self):
+        return [("order", self.described["order"]), ("eos", True)]
 
 
 class AMFM(_AMFMBase):
@@ -171,7 +164,7 @@ class AMFM(_AMFMBase):
         lam = self.amfm_lambda
         return (lam * self._am(batch) + (1.0 - lam) * self._fm(batch))[:, None]
 
-    def signature_options(self):
-        return self._model_options() + [("lambda", self.amfm_lambda), ("dims", self.am_dims),
+    def option_fields(self):
+        return [("lambda", self.amfm_lambda), ("dims", self.am_dims),
                                         ("order", self.described["order"]), ("weight", self.described["weighting"]),
                                         ("amrefs", self.am_refs), ("fmrefs", self.fm_refs)]

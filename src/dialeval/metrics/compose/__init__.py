@@ -22,6 +22,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ..base import Batch, Metric, MetricOutput, mean_stats
+from ..model_metric import ModelMetric, without_default_runtime
 
 # recorded at fit time but never taken from the command line (see the module docstring)
 PINNED = ("refs_mode", "tokenizer")
@@ -31,7 +32,7 @@ class ComposeSignatureWarning(UserWarning):
     """A composed metric is now computed differently from when the weights were fitted."""
 
 
-class Compose(Metric):
+class Compose(ModelMetric):
     """A composition of other metrics fitted by `dialeval fit compose` (CRS, average or ridge).
 
     Options:
@@ -61,7 +62,6 @@ class Compose(Metric):
         # the members and their recorded options and signatures, from config.json: the members
         # are built here from it; the weights load on first use (`model`), as every model does
         self.record = ComposeModel.recorded(self.model_dir)
-        self._model = None
         quality = compose_quality or self.record.qualities_[0]
         if quality not in self.record.qualities_:
             raise DialevalError(f"{self.model_dir}: no weights for quality {quality!r}; "
@@ -90,6 +90,9 @@ class Compose(Metric):
             # only under the map's knee, where its old clip gave the floor: the weights still fit
             # (the composite names the map in its own signature)
             self.squashed |= now != without_field(now)
+            # and one signed before the one runtime rule wrote the default runtime as it was then
+            # (`device:cpu`, `prec:fp32`), which the rule now leaves out: the same numbers
+            then = then and without_default_runtime(then)
             if then and then != now and then != without_field(now):
                 warnings.warn(f"compose: {metric.name} is now {now}, fitted as {then}; "
                               "its weights may not fit these scores", ComposeSignatureWarning,
@@ -98,15 +101,12 @@ class Compose(Metric):
         # arrays.npz), so a refit with other weights signs differently
         self.model_tag = model_field(self.name, self.model_dir)   # loading refused a folder without a manifest
 
-    @property
-    def model(self):
+    def load_model(self):
         """The fitted weights, read through the one door for trained models on first use."""
-        if self._model is None:
-            from ...models.artifacts import open_model
-            from .model import ComposeModel
+        from ...models.artifacts import open_model
+        from .model import ComposeModel
 
-            self._model = open_model(self.model_dir, ComposeModel.kind, ComposeModel.load)
-        return self._model
+        return open_model(self.model_dir, ComposeModel.kind, ComposeModel.load)
 
     # -- the composed metrics' corpus-wide first passes, forwarded ----------------------------
     # The engine gathers the passes its plan's metrics name (`corpus_pass_key`); the metrics
@@ -187,11 +187,17 @@ class Compose(Metric):
                             extra={"components": parts})
 
     def signature(self):
+        """Its own fields, without the members' reference mode and tokenizer (each member keeps
+        the recorded ones, which its own signature names)."""
         from ..base import Signature
 
-        opts: list[tuple[str, Any]] = [
-            ("model", self.model_tag),
-            ("method", self.record.method)]
+        return Signature(self.name, tuple(self.signature_options()))
+
+    def model_fields(self) -> list[tuple[str, Any]]:
+        return [("model", self.model_tag)]
+
+    def option_fields(self) -> list[tuple[str, Any]]:
+        opts: list[tuple[str, Any]] = [("method", self.record.method)]
         if self.record.method == "crs":
             opts.append(("p", self.record.p))
         if getattr(self.record, "consistent", False):
@@ -206,7 +212,16 @@ class Compose(Metric):
             from ..softfloor import SIGNATURE_FIELD
 
             opts.append(SIGNATURE_FIELD)
-        return Signature(self.name, tuple(opts))
+        return opts
+
+    def runtimes(self):
+        """Its members' runtimes (a bf16 member makes a bf16 composite), named by member."""
+        out = {}
+        for metric in self.metrics:
+            if isinstance(metric, ModelMetric):
+                for key, runtime in metric.runtimes().items():
+                    out[metric.name if key == "model" else f"{metric.name}.{key}"] = runtime
+        return out
 
 
 class ComposeRef(Compose):

@@ -42,6 +42,7 @@ import numpy as np
 from ...cache import memo
 from ...errors import DialevalError
 from ..base import Batch, Metric
+from ..model_metric import ModelMetric, Runtime
 
 PACKAGED = ("minilm", "mpnet")     # the encoders of dialeval.models.pretrained.PRETRAINED, as help names them
 BASELINE_FILE = os.path.join(os.path.dirname(__file__), "bertscore_baselines.json")
@@ -192,7 +193,7 @@ def load_baselines() -> dict[str, Any]:
         return json.load(handle)
 
 
-class BertScore(Metric):
+class BertScore(ModelMetric):
     """BERTScore precision, recall or F1 on a local encoder.
 
     Options:
@@ -222,10 +223,7 @@ class BertScore(Metric):
                  bertscore_batch_size: int = DEFAULT_BATCH_SIZE, bertscore_precision: Literal["fp32", "bf16"] = "fp32",
                  bertscore_device: str = "cpu", bertscore_memo_mb: float = DEFAULT_MEMO_MB,
                  refs_mode: str = "multi", tokenizer: str | None = None):
-        from ...backbones.runtime import check_device, check_precision
-
-        self.device = check_device("bertscore_device", bertscore_device)
-        self.precision = check_precision("bertscore_precision", bertscore_precision)
+        self.runtime = Runtime.checked("bertscore", bertscore_device, bertscore_precision)
         super().__init__(refs_mode=refs_mode, tokenizer="model")
         self.folder, self.model_name = resolve_model(bertscore_model)
         self.requested_layer = bertscore_layer
@@ -235,7 +233,6 @@ class BertScore(Metric):
         if not float(bertscore_memo_mb) >= 0:
             raise DialevalError(f"--bertscore-memo-mb {bertscore_memo_mb}: give a size in MB, 0 or more")
         self.memo_mb = float(bertscore_memo_mb)
-        self._reader: _Reader | None = None
         self._baseline: tuple[np.ndarray, str] | None = None
 
     def floor(self) -> float:
@@ -246,14 +243,15 @@ class BertScore(Metric):
         base = float(self._baseline[0][self.column])
         return (0.0 - base) / (1.0 - base)
 
+    def load_model(self) -> _Reader:
+        reader = _Reader(self.folder, self.requested_layer, self.batch_size, self.device, self.precision, self.memo_mb)
+        if self.rescale:
+            self._baseline = self._find_baseline(reader.layer)
+        return reader
+
     @property
     def reader(self) -> _Reader:
-        if self._reader is None:
-            self._reader = _Reader(self.folder, self.requested_layer, self.batch_size, self.device, self.precision,
-                                   self.memo_mb)
-            if self.rescale:
-                self._baseline = self._find_baseline(self._reader.layer)
-        return self._reader
+        return self.model
 
     def _find_baseline(self, layer: int) -> tuple[np.ndarray, str]:
         entry = load_baselines().get(self.model_name, {})
@@ -328,12 +326,10 @@ class BertScore(Metric):
     def layer(self) -> int:
         """The layer read (the requested one, or two thirds of the depth), checked against the
         folder's config.json: known without loading the encoder, so a run is planned without it."""
-        if self._reader is not None:
-            return self._reader.layer
-        try:
-            with open(os.path.join(self.folder, "config.json"), encoding="utf-8") as handle:
-                n_layers = int(json.load(handle)["num_hidden_layers"])
-        except (OSError, ValueError, KeyError, TypeError):
+        if self.model_loaded:
+            return self.model.layer
+        n_layers = self.described.get("num_hidden_layers")
+        if n_layers is None:
             return self.reader.layer          # an unusual config: loading decides (and refuses)
         layer = default_layer(n_layers) if self.requested_layer is None else int(self.requested_layer)
         if not 0 <= layer <= n_layers:
@@ -342,15 +338,21 @@ class BertScore(Metric):
             self._baseline = self._find_baseline(layer)
         return layer
 
-    def signature_options(self) -> list[tuple[str, Any]]:
-        opts: list[tuple[str, Any]] = [("model", self.model_name), ("layer", self.layer),
-                                       ("idf", "yes" if self.idf else "no")]
+    def describe(self) -> dict:
+        """The encoder's depth, from its config.json (nothing when that is unusual)."""
+        try:
+            with open(os.path.join(self.folder, "config.json"), encoding="utf-8") as handle:
+                return {"num_hidden_layers": int(json.load(handle)["num_hidden_layers"])}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+
+    def model_fields(self) -> list[tuple[str, Any]]:
+        return [("model", self.model_name)]
+
+    def option_fields(self) -> list[tuple[str, Any]]:
+        opts: list[tuple[str, Any]] = [("layer", self.layer), ("idf", "yes" if self.idf else "no")]
         if self.rescale:
             opts.append(("rescale", f"dailydialog:{self._baseline[1]}"))
-        if self.device != "cpu":
-            opts.append(("device", self.device))
-        if self.precision != "fp32":
-            opts.append(("dtype", self.precision))
         return opts
 
 

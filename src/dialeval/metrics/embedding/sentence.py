@@ -26,7 +26,8 @@ import numpy as np
 
 from ...backbones.fingerprint import model_fingerprint  # noqa: F401  (signatures name models by it)
 from ...errors import DialevalError
-from ..base import Batch, Metric
+from ..base import Batch
+from ..model_metric import ModelMetric, Runtime
 
 DEFAULT_BATCH_SIZE = 16
 
@@ -67,7 +68,7 @@ def _shared_encoder(model_dir: str, batch_size: int, device: str = "cpu", precis
 
 
 
-class SentenceCosine(Metric):
+class SentenceCosine(ModelMetric):
     """Cosine of sentence-encoder embeddings, best over references.
 
     Options:
@@ -88,10 +89,7 @@ class SentenceCosine(Metric):
     def __init__(self, refs_mode: str = "multi", tokenizer: str | None = None,
                  sentence_model: str | os.PathLike | None = None, sentence_batch_size: int = DEFAULT_BATCH_SIZE,
                  sentence_precision: Literal["fp32", "bf16"] = "fp32", sentence_device: str = "cpu"):
-        from ...backbones.runtime import check_device, check_precision
-
-        self.device = check_device("sentence_device", sentence_device)
-        self.precision = check_precision("sentence_precision", sentence_precision)
+        self.runtime = Runtime.checked("sentence", sentence_device, sentence_precision)
         super().__init__(refs_mode=refs_mode, tokenizer="model")
         self.sentence_model = os.fspath(sentence_model) if sentence_model is not None else None
         self.batch_size = int(sentence_batch_size)
@@ -108,15 +106,14 @@ class SentenceCosine(Metric):
                 self._model_dir = os.path.abspath(self.sentence_model)
         return self._model_dir
 
-    def signature_options(self) -> list[tuple[str, Any]]:
-        name = "all-MiniLM-L6-v2" if self.sentence_model is None else model_fingerprint(self.model_dir)
-        opts: list[tuple[str, Any]] = [("model", name), ("device", self.device)]
-        if self.precision != "fp32":
-            opts.append(("dtype", self.precision))
-        return opts
+    def model_fields(self) -> list[tuple[str, Any]]:
+        return [("model", "all-MiniLM-L6-v2" if self.sentence_model is None else model_fingerprint(self.model_dir))]
+
+    def load_model(self) -> SentenceEncoder:
+        return _shared_encoder(self.model_dir, self.batch_size, self.device, self.precision)
 
     def multi_stats(self, batch: Batch) -> np.ndarray:
-        encoder = _shared_encoder(self.model_dir, self.batch_size, self.device, self.precision)
+        encoder = self.model
         flat = [r for rs in batch.refs for r in rs]
         owner = np.repeat(np.arange(len(batch)), [len(rs) for rs in batch.refs])
         best = np.full(len(batch), np.nan)

@@ -31,6 +31,7 @@ import numpy as np
 
 from ...errors import DialevalError
 from ..base import Batch, Metric
+from ..model_metric import ModelMetric, Runtime
 from .prompt import Template, load_template
 
 PRECISIONS = ("fp32", "bf16")
@@ -145,7 +146,7 @@ class JudgeModel:
                             f"{', '.join(labels)}")
 
 
-class JudgeScore(Metric):
+class JudgeScore(ModelMetric):
     """A local causal LM's 1-5 rating of the response: the expectation over the rating tokens.
 
     Options:
@@ -219,23 +220,22 @@ class JudgeScore(Metric):
             raise DialevalError(f"--judge-context-turns must be 0 (all) or more, got {judge_context_turns}")
         self.template = load_template(judge_template, self.quality)
         self.model_path = None if self.served is not None else resolve_judge_model(judge_model)
-        self.precision = judge_precision
+        self.runtime = Runtime(judge_device, judge_precision)
         self.context_turns = int(judge_context_turns)
         self.batch_tokens = max(0, int(judge_batch_tokens))
-        self.device = judge_device
-        self._judge: JudgeModel | None = None
+
+    def load_model(self) -> JudgeModel:
+        """The model, loaded on first use (scoring), never while a run is planned."""
+        return _cached_judge(self.model_path, self.precision, self.device)
 
     @property
     def judge(self) -> JudgeModel:
-        """The model, loaded on first use (scoring), never while a run is planned."""
-        if self._judge is None:
-            self._judge = _cached_judge(self.model_path, self.precision, self.device)
-        return self._judge
+        return self.model
 
     def _fingerprint(self) -> str:
         """The backbone's fingerprint (name + weight size), known without loading it; a folder
         holding a GGUF file is named by the file, which the loader picks."""
-        if self._judge is None:
+        if not self.model_loaded:
             from ...backbones.fingerprint import model_fingerprint
 
             path = os.path.abspath(self.model_path)
@@ -324,14 +324,21 @@ class JudgeScore(Metric):
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
 
-    def signature_options(self) -> list[tuple[str, Any]]:
+    def model_fields(self) -> list[tuple[str, Any]]:
         if self.served is not None:
-            model, api, scoring = self.served.signature_parts()
-            return [model, api, ("quality", self.quality), ("template", f"{self.template.name}@{self.template.sha}"),
-                    scoring, ("ctx", self.context_turns or "all")]
-        return [("model", self._fingerprint()), ("quality", self.quality),
-                ("template", f"{self.template.name}@{self.template.sha}"), ("prec", self.precision),
-                ("ctx", self.context_turns or "all")]
+            return [self.served.signature_parts()[0]]
+        return [("model", self._fingerprint())]
+
+    def option_fields(self) -> list[tuple[str, Any]]:
+        fields = [("quality", self.quality), ("template", f"{self.template.name}@{self.template.sha}")]
+        if self.served is not None:
+            _, api, scoring = self.served.signature_parts()
+            return [api] + fields + [scoring, ("ctx", self.context_turns or "all")]
+        return fields + [("ctx", self.context_turns or "all")]
+
+    def runtimes(self):
+        """A served model's runtime is the server's own: the signature names its endpoint model."""
+        return {} if self.served is not None else {"model": self.runtime}
 
 
 def _spread_tally(name: str, asked: int, items: int, sd_sum: float, unread: int) -> None:

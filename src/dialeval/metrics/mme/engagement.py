@@ -26,8 +26,10 @@ class EngagementModel(HeadSubMetric):
                          finetune_epochs=finetune_epochs, finetune_lr=finetune_lr)
 
     def fit(self, texts: Sequence[str], labels: Sequence[float], source: dict | None = None,
-            deadline: float | None = None, say=None, checkpoint=None) -> "EngagementModel":
+            deadline: float | None = None, say=None, checkpoint=None,
+            device: str = "cpu") -> "EngagementModel":
         started = time.monotonic()
+        self._train_device = device
         y = np.asarray(labels, dtype=np.float32)
         if y.max() > 1.0:                       # a 1-5 style scale: min-max to [0, 1]
             y = (y - y.min()) / max(float(y.max() - y.min()), 1e-9)
@@ -36,8 +38,8 @@ class EngagementModel(HeadSubMetric):
         return self._fit_columns([texts], y, _single, started, {"sources": source or {}}, deadline, say,
                                  checkpoint)
 
-    def raw(self, responses: Sequence[str]) -> np.ndarray:
-        return self.raw_from_features(self._encoder().features(list(responses)))
+    def raw(self, responses: Sequence[str], device: str = "cpu", precision: str = "fp32") -> np.ndarray:
+        return self.raw_from_features(self._encoder(device, precision).features(list(responses)))
 
 
 def _single(x):

@@ -42,7 +42,7 @@ import numpy as np
 from ...backbones.tuning import (WEIGHTS_FILE, LowerStates, TunedBackbone, layer_tensors, tune_top_layers)
 from ...backbones.tuning import load_layers as _load_layers
 from ...backbones.tuning import save_layers as _save_layers
-from .encoder import BLANK, MAX_TOKENS, POOLING, backbone, default_encoder_dir, encoder_id, runtime
+from .encoder import BLANK, MAX_TOKENS, POOLING, backbone, default_encoder_dir, encoder_id
 
 __all__ = ["WEIGHTS_FILE", "Prepared", "TunedEncoder", "finetune", "save_layers", "load_layers"]
 
@@ -55,10 +55,11 @@ class Prepared(LowerStates):
     and its frozen features (the frozen top layers on those states, the same values
     `FrozenEncoder` gives, up to float summation order)."""
 
-    def __init__(self, texts: Sequence[str], layers: int, base_dir: str | None = None, batch_size: int = 64):
+    def __init__(self, texts: Sequence[str], layers: int, base_dir: str | None = None, batch_size: int = 64,
+                 device: str = "cpu"):
         self.base_dir = base_dir or default_encoder_dir()
-        # on the device of `encoder.running` (a trainer's --device); training is fp32
-        super().__init__(backbone(self.base_dir, runtime()[0]), texts, layers, max_length=MAX_TOKENS, blank=BLANK,
+        # on the trainer's --device; training is fp32
+        super().__init__(backbone(self.base_dir, device), texts, layers, max_length=MAX_TOKENS, blank=BLANK,
                          batch_size=batch_size, top_pooling=POOLING)
 
 

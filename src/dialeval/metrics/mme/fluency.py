@@ -21,8 +21,9 @@ class FluencyModel(HeadSubMetric):
     kind = "mme-fm"
 
     def fit(self, utterances: Sequence[str], deadline: float | None = None, say=None,
-            checkpoint=None) -> "FluencyModel":
+            checkpoint=None, device: str = "cpu") -> "FluencyModel":
         started = time.monotonic()
+        self._train_device = device
         rng = random.Random(self.seed)
         pool = [u for u in utterances if u.strip()]
         rng.shuffle(pool)
@@ -36,8 +37,8 @@ class FluencyModel(HeadSubMetric):
         return self._fit_columns([texts], y, _single, started, {"rules": rules, "source_utterances": len(pool)},
                                  deadline, say, checkpoint)
 
-    def raw(self, responses: Sequence[str]) -> np.ndarray:
-        return self.raw_from_features(self._encoder().features(list(responses)))
+    def raw(self, responses: Sequence[str], device: str = "cpu", precision: str = "fp32") -> np.ndarray:
+        return self.raw_from_features(self._encoder(device, precision).features(list(responses)))
 
 
 def _single(x):

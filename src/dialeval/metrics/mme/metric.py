@@ -7,7 +7,7 @@ mme_sm_ppl` mask each token once, and the encoder's cache means each distinct te
 once for FM, RM and EM together.
 
 `mme_device` and `mme_precision` are those of the transformers: the pretrained MiniLM encoder
-under FM, RM and EM (`encoder.running`) and SM's small masked LM (its log-softmax stays fp32).
+under FM, RM and EM (passed down to the sub-model's `raw`) and SM's small masked LM (its log-softmax stays fp32).
 The heads (numpy, float64) and TCM (stored word vectors and a small graph network, no MiniLM pass
 when scoring; 375 samples/s already) keep fp32 whatever `mme_precision` says: mme_tcm gives its fp32
 values bit for bit and signs no dtype. The device moves MiniLM, SM's masked LM and TCM's network
@@ -22,10 +22,11 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from ...errors import DialevalError
-from ..base import Batch, Metric
+from ..base import Batch
+from ..model_metric import ModelMetric, Runtime
 
 
-class _MMEBase(Metric):
+class _MMEBase(ModelMetric):
     """A sub-metric of a trained MME folder.
 
     Options:
@@ -53,10 +54,7 @@ class _MMEBase(Metric):
     def __init__(self, mme_model: str | None = None, mme_norm: Literal["usl", "none"] = "usl",
                  refs_mode: str = "multi", tokenizer: str | None = None,
                  mme_precision: Literal["fp32", "bf16"] = "fp32", mme_device: str = "cpu"):
-        from ...backbones.runtime import check_device, check_precision
-
-        self.device = check_device("mme_device", mme_device)
-        self.precision = check_precision("mme_precision", mme_precision)
+        self.runtime = Runtime.checked("mme", mme_device, mme_precision)
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         if not mme_model:
             from ...models.artifacts import needs_model
@@ -66,17 +64,13 @@ class _MMEBase(Metric):
             raise DialevalError(f"unknown --mme-norm {mme_norm!r}; choose from usl, none")
         self.mme_model = os.path.abspath(os.fspath(mme_model))
         self.mme_norm = mme_norm
-        self._model = None
         self._sub_model = None
 
-    # the folder loads on first use (scoring), never while a run is planned: see `signature_options`
-    @property
-    def model(self):
-        if self._model is None:
-            from .model import load_cached
+    # the folder loads on first use (scoring), never while a run is planned: see `model_fields`
+    def load_model(self):
+        from .model import load_cached
 
-            self._model = load_cached(self.mme_model)
-        return self._model
+        return load_cached(self.mme_model)
 
     @property
     def sub_model(self):
@@ -84,22 +78,20 @@ class _MMEBase(Metric):
             self._sub_model = self.model.get(self.sub)
         return self._sub_model
 
-    def _root(self) -> dict:
+    def describe(self) -> dict:
         """The folder's root record (mme.json), read without loading it; refuses a folder that
         is not an MME folder or lacks this sub-metric, as loading would."""
-        if self._model is not None:
-            return self._model.root
-        if getattr(self, "_root_record", None) is not None:
-            return self._root_record
         from .model import _read_root, check_folder
 
-        manifest = check_folder(self.mme_model)
+        check_folder(self.mme_model)
         root = _read_root(self.mme_model)
         if self.sub not in (root.get("submetrics") or {}):
             raise DialevalError(f"{self.mme_model}: no {self.sub} sub-metric trained "
                                 f"(train it with `dialeval train mme ... --only {self.sub}`)")
-        self._root_record, self._manifest = root, manifest
         return root
+
+    def _root(self) -> dict:
+        return self.model.root if self.model_loaded else self.described
 
     @property
     def needs_context(self) -> bool:
@@ -116,12 +108,9 @@ class _MMEBase(Metric):
         return self.precision if self.takes_precision else "fp32"
 
     def _raw(self, batch: Batch) -> np.ndarray:
-        from .encoder import running
-
-        with running(self.device, self.precision):
-            if self.reads_context:
-                return self.sub_model.raw(batch.contexts, batch.hyps)
-            return self.sub_model.raw(batch.hyps)
+        if self.reads_context:
+            return self.sub_model.raw(batch.contexts, batch.hyps, device=self.device, precision=self.precision)
+        return self.sub_model.raw(batch.hyps, device=self.device, precision=self.precision)
 
     def _normalised(self, raw: np.ndarray) -> np.ndarray:
         return self.sub_model.normalise(raw)
@@ -136,15 +125,12 @@ class _MMEBase(Metric):
     def sentence_from_stats(self, stats: np.ndarray) -> np.ndarray:
         return stats[:, 0]
 
-    def signature_options(self) -> list[tuple[str, Any]]:
-        # read once per metric object (every batch's output carries the signature)
-        if getattr(self, "_signed", None) is None:
-            self._signed = self._signature_options()
-        return list(self._signed)
-
-    def _signature_options(self) -> list[tuple[str, Any]]:
+    def model_fields(self) -> list[tuple[str, Any]]:
         from ...models.artifacts import model_field
 
+        return [("model", model_field("mme", self.mme_model))]
+
+    def option_fields(self) -> list[tuple[str, Any]]:
         if self._sub_model is None:     # from the folder's small files: nothing is loaded
             from .model import sub_signature
 
@@ -153,7 +139,7 @@ class _MMEBase(Metric):
         else:
             enc = (self.sub_model.info_ or {}).get("encoder")
             own = list(self.sub_model.signature_options()) if hasattr(self.sub_model, "signature_options") else []
-        opts: list[tuple[str, Any]] = [("model", model_field("mme", self.mme_model)), ("norm", self.mme_norm)]
+        opts: list[tuple[str, Any]] = [("norm", self.mme_norm)]
         if self.mme_norm == "usl":      # its bottom goes through the shared squashing map
             from ..softfloor import SIGNATURE_FIELD
 
@@ -163,7 +149,11 @@ class _MMEBase(Metric):
         # the fine-tuned variant adds its mode and tuned weights; the frozen default adds nothing
         opts.extend(own)
         self._check_mode(dict(own).get("encoder_mode", "frozen"))
-        return opts + self._own_options() + self._runtime_options()
+        return opts + self._own_options()
+
+    def runtimes(self):
+        """TCM computes in fp32 whatever --mme-precision says (its own network, no MiniLM pass)."""
+        return {"model": Runtime(self.device, self.precision_applied)}
 
     def _own_options(self) -> list[tuple[str, Any]]:
         """What a sub-metric adds to the signature after the common fields (TCM, SM)."""
@@ -171,16 +161,6 @@ class _MMEBase(Metric):
 
     def _check_mode(self, mode: str) -> None:
         """Refuse a folder whose sub-metric is not the kind this metric reads (mme_rm_cross)."""
-
-    def _runtime_options(self) -> list[tuple[str, Any]]:
-        """device (other than cpu) and dtype (other than fp32): the default adds nothing, so its
-        signature is as it always was. Appended after everything else (subclasses included)."""
-        opts: list[tuple[str, Any]] = []
-        if self.device != "cpu":
-            opts.append(("device", self.device))
-        if self.precision_applied != "fp32":
-            opts.append(("dtype", self.precision_applied))
-        return opts
 
 
 class MMEFluency(_MMEBase):

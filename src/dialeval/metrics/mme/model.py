@@ -156,11 +156,8 @@ class MMETrainer(Estimator):
         after each sub-metric, so a long run that stops keeps what it finished; with
         `checkpoint` too (models.resume), a resumed run skips the sub-metrics it finished and
         continues the tuning loop it was in."""
-        from .encoder import running
-
         self._check()
-        with running(self.device, "fp32"):
-            return self._fit(corpus, engagement=engagement, say=say, save_to=save_to, checkpoint=checkpoint)
+        return self._fit(corpus, engagement=engagement, say=say, save_to=save_to, checkpoint=checkpoint)
 
     def _fit(self, corpus: str | Sequence[str], *, engagement: str | None, say: Callable[[str], None] | None,
              save_to: str | None, checkpoint=None) -> "MMETrainer":
@@ -204,7 +201,7 @@ class MMETrainer(Estimator):
             say(f"[mme] training {name} ...")
             if name == "fm":
                 model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder, **tuning).fit(
-                    utterances, deadline, say, checkpoint=part)
+                    utterances, deadline, say, checkpoint=part, device=self.device)
             elif name == "rm":
                 rm_examples = int(self.rm_max_examples or max_examples)
                 rm_sample = sample if rm_examples == max_examples else sample_dialogues(dialogues, rm_examples, seed)
@@ -215,7 +212,7 @@ class MMETrainer(Estimator):
                                       written_share=float(self.rm_written_share),
                                       **rm_tuning).fit(rm_sample, deadline, say,
                                                        start=self._rm_start() if self.rm_init else None,
-                                                       checkpoint=part,
+                                                       checkpoint=part, device=self.device,
                                                        written=written_negatives(specs) if self.rm_written_share else None)
             elif name == "tcm":
                 model = classes[name](max_examples=max_examples, seed=seed, encoder=encoder).fit(
@@ -223,7 +220,7 @@ class MMETrainer(Estimator):
             elif name == "em":
                 texts, labels, counts = engagement_examples(engagement)
                 model = classes[name](seed=seed, encoder=encoder, **tuning).fit(texts, labels, counts, deadline, say,
-                                                                                checkpoint=part)
+                                                                                checkpoint=part, device=self.device)
             else:
                 model = classes[name](max_sentences=self.sm_sentences, seed=seed).fit(
                     [u for d in dialogues for u in d], deadline)

@@ -118,10 +118,11 @@ class RelevanceModel(HeadSubMetric):
 
     def fit(self, dialogues: Sequence[list[str]], deadline: float | None = None, say=None,
             start: "RelevanceModel | None" = None, checkpoint=None,
-            written: Mapping[tuple[str, ...], Sequence[str]] | None = None) -> "RelevanceModel":
+            written: Mapping[tuple[str, ...], Sequence[str]] | None = None, device: str = "cpu") -> "RelevanceModel":
         """`start`: a trained cross-encoder RM whose layers and head the training continues from
         (`check_start` says which can be); the rows are this fit's own."""
         started = time.monotonic()
+        self._train_device = device
         self._check_mode()
         if start is not None:
             self.check_start(start)
@@ -237,16 +238,17 @@ class RelevanceModel(HeadSubMetric):
                 out.append((i, rng.choice(list(replies))))
         return out
 
-    def raw(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> np.ndarray:
+    def raw(self, contexts: Sequence[Sequence[str]], responses: Sequence[str], device: str = "cpu",
+            precision: str = "fp32") -> np.ndarray:
         if self.encoder_mode == "cross":
-            from .encoder import backbone, runtime
+            from .encoder import backbone
             from .heads import sigmoid
 
             self.check_fitted()
-            scorer = self._cross_scorer(backbone(self.encoder, *runtime()))
+            scorer = self._cross_scorer(backbone(self.encoder, device, precision))
             ctx = [context_text(c, self._turns()) for c in contexts]
             return sigmoid(scorer.logits(ctx, list(responses)))
-        enc = self._encoder()
+        enc = self._encoder(device, precision)
         ctx = [context_text(c, self.context_turns) for c in contexts]
         return self.raw_from_features(pair_features(enc.features(ctx), enc.features(list(responses))))
 
@@ -254,11 +256,11 @@ class RelevanceModel(HeadSubMetric):
     def _fit_cross(self, ctx_texts, resp_texts, y, started, info, deadline, say, start=None,
                    checkpoint=None) -> "RelevanceModel":
         from .cross import CrossScorer, fit_cross
-        from .encoder import backbone, runtime
+        from .encoder import backbone
         from .heads import sigmoid
         from .normalise import fit_range
 
-        base = backbone(self.encoder, runtime()[0])      # a trainer's --device (encoder.running)
+        base = backbone(self.encoder, self._train_device)      # the trainer's --device, fp32
         init, first_epoch = None, 0
         if start is not None:
             init, first_epoch = (start.cross_layers_, start.head_), start.epochs_done()
@@ -299,7 +301,7 @@ class RelevanceModel(HeadSubMetric):
         return int(before) + int(info.get("epochs_planned", self.finetune_epochs))
 
     def _cross_scorer(self, bb):
-        """The scorer over backbone `bb` (the MiniLM of `encoder.running`'s device and
+        """The scorer over backbone `bb` (the MiniLM of the scoring metric's device and
         precision): the one training made when it is that backbone's, else one built from the
         stored layers straight onto `bb` (a bf16 run never holds an fp32 copy of the layers),
         kept beside `bb`."""
@@ -344,7 +346,7 @@ class RelevanceModel(HeadSubMetric):
         import torch
 
         from ...errors import DialevalError
-        from .encoder import backbone, runtime
+        from .encoder import backbone
         from .finetune import WEIGHTS_FILE
         from ...backbones.layers import encoder_layers
         from ...backbones.tuning import load_layers
@@ -356,7 +358,8 @@ class RelevanceModel(HeadSubMetric):
         self.norm_high_ = float(values["norm_high_"])
         self.info_ = dict(values.get("info_") or {})
         self.weights_id_ = str(values["weights_id_"])
-        base = backbone(self.encoder, *runtime()).model     # for its layer shapes: the run's own copy
+        # for its layer shapes (the cross-encoder scores on the cpu in fp32 only: mme_rm_cross)
+        base = backbone(self.encoder).model
         layers = load_layers(os.path.join(directory, WEIGHTS_FILE), range(len(encoder_layers(base))), base,
                              what=f"a cross-encoder {self.kind}")
         self.cross_layers_ = {f"encoder.layer.{i}.{k}": v.to(torch.float32) for i, d in layers.items()

@@ -45,24 +45,29 @@ class HeadSubMetric(Estimator):
         self.finetune_lr = finetune_lr
 
     # -- encoder ----------------------------------------------------------------------------
-    def _encoder(self):
-        """The frozen shared encoder, or this model's own tuned one once it is fitted (either on
-        the device and in the precision of `encoder.running`)."""
+    # where a training reads the encoder (its --device, fp32): set by `fit(..., device=)`
+    _train_device = "cpu"
+
+    def _encoder(self, device: str | None = None, precision: str = "fp32"):
+        """The frozen shared encoder, or this model's own tuned one once it is fitted, on
+        `device` in `precision` (scoring passes its runtime; training leaves the device out and
+        reads its own)."""
+        device = device or self._train_device
         tuned = getattr(self, "_tuned_encoder", None)
         if tuned is not None:
             from ...backbones.tuning import on_backbone
-            from .encoder import backbone, runtime
+            from .encoder import backbone
 
-            return on_backbone(tuned, backbone(self.encoder, *runtime()))
+            return on_backbone(tuned, backbone(self.encoder, device, precision))
         from .encoder import shared_encoder
 
-        return shared_encoder(self.encoder)
+        return shared_encoder(self.encoder, device, precision)
 
     def _frozen_encoder(self):
         """The frozen shared encoder (word vectors for RM's negatives come from it in both modes)."""
         from .encoder import shared_encoder
 
-        return shared_encoder(self.encoder)
+        return shared_encoder(self.encoder, self._train_device)
 
     def _check_mode(self) -> None:
         from ...errors import DialevalError
@@ -83,7 +88,7 @@ class HeadSubMetric(Estimator):
             return self._fit_head(x, y, started, {**info, "encoder_mode": "frozen"}, deadline)
         from .finetune import Prepared, finetune
 
-        prep = Prepared([t for c in columns for t in c], self.finetune_layers, self.encoder)
+        prep = Prepared([t for c in columns for t in c], self.finetune_layers, self.encoder, device=self._train_device)
         x = combine(*[prep.features(c) for c in columns])
         self._fit_head(x, y, started, {**info, "encoder_mode": "finetune"}, deadline)
         frozen_info = {k: self.info_[k] for k in ("valid_loss", "valid_accuracy", "epochs") if k in self.info_}

@@ -19,7 +19,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from ....errors import DialevalError
-from ...base import Batch, Metric
+from ...base import Batch
+from ...model_metric import ModelMetric, Runtime
 from ...softfloor import SIGNATURE_FIELD, lift_range
 
 
@@ -54,7 +55,7 @@ def signature_of(directory: str, name: str, config: dict | None = None) -> list[
             ("encoder", encoder), ("preset", params.get("preset", "paper")), ("pca", artifacts.array_shape(directory, "M_")[0])]
 
 
-class AdemScore(Metric):
+class AdemScore(ModelMetric):
     """ADEM (Lowe et al. 2017) with a trained model folder.
 
     Options:
@@ -73,22 +74,15 @@ class AdemScore(Metric):
     def __init__(self, refs_mode: Literal["multi", "max", "mean"] = "multi", tokenizer: str | None = None,
                  adem_model: str | os.PathLike | None = None, adem_precision: Literal["fp32", "bf16"] = "fp32",
                  adem_device: str = "cpu"):
-        from ....backbones.runtime import check_device, check_precision
-
-        self.device = check_device("adem_device", adem_device)
-        self.precision = check_precision("adem_precision", adem_precision)
+        self.runtime = Runtime.checked("adem", adem_device, adem_precision)
         super().__init__(refs_mode=refs_mode, tokenizer="model")
         self.adem_model = os.fspath(adem_model) if adem_model is not None else None
-        self._model = None
 
-    @property
-    def model(self):
-        if self._model is None:
-            self._check_given()
-            model = load_model(self.adem_model)
-            self._check_variant(model.variant)
-            self._model = model
-        return self._model
+    def load_model(self):
+        self._check_given()
+        model = load_model(self.adem_model)
+        self._check_variant(model.variant)
+        return model
 
     def _check_given(self) -> None:
         if self.adem_model is None:
@@ -96,9 +90,9 @@ class AdemScore(Metric):
 
             raise needs_model(self.name, "adem_model", how="train one with `dialeval train adem`")
 
-    def _peek(self) -> tuple[dict, dict]:
-        """The refusals loading would give (no folder, no manifest, another variant), from the
-        folder's small files alone."""
+    def describe(self) -> dict:
+        """The folder's config.json, after the refusals loading would give (no folder, no
+        manifest, another variant), from the folder's small files alone."""
         from ....models.artifacts import check, read_json
         from .model import KIND
 
@@ -115,7 +109,7 @@ class AdemScore(Metric):
         variant = (config.get("params") or {}).get("variant")
         if variant is not None:
             self._check_variant(variant)
-        return manifest, config
+        return config
 
     def _check_variant(self, variant: str) -> None:
         if variant != self.name:
@@ -123,30 +117,23 @@ class AdemScore(Metric):
                                 f"--metrics {variant}, or train a {self.name} model "
                                 f"(`dialeval train adem --variant {self.name}`)")
 
-    def signature_options(self) -> list[tuple[str, Any]]:
-        # read once per metric object (every batch's output carries the signature)
-        if getattr(self, "_signed", None) is None:
-            from .encoding import check_runtime
+    def model_fields(self) -> list[tuple[str, Any]]:
+        """The model's manifest hash, its encoder, preset and PCA size: from the folder's small
+        files while the model is not loaded, from the model once it is."""
+        from .encoding import check_runtime
 
-            if self._model is None:
-                config = self._peek()[1]
-                params, state = config.get("params") or {}, config.get("state") or {}
-                check_runtime(str(params.get("encoder", "minilm")), self.device, self.precision)
-                signed = signature_of(self.adem_model, self.name, config)
-            else:
-                m = self._model
-                check_runtime(m.encoder, self.device, self.precision)
-                signed = signature_of(self.adem_model, self.name)[:1] + [
-                    ("encoder", getattr(m, "encoder_fingerprint_", m.encoder)), ("preset", m.preset),
-                    ("pca", int(m.M_.shape[0]))]
-            signed.append(SIGNATURE_FIELD)
-            # the default (cpu, fp32) adds nothing: its signature is as it always was
-            if self.device != "cpu":
-                signed.append(("device", self.device))
-            if self.precision != "fp32":
-                signed.append(("dtype", self.precision))
-            self._signed = signed
-        return list(self._signed)
+        if not self.model_loaded:
+            config = self.described
+            check_runtime(str((config.get("params") or {}).get("encoder", "minilm")), self.device, self.precision)
+            return signature_of(self.adem_model, self.name, config)
+        m = self.model
+        check_runtime(m.encoder, self.device, self.precision)
+        return signature_of(self.adem_model, self.name)[:1] + [
+            ("encoder", getattr(m, "encoder_fingerprint_", m.encoder)), ("preset", m.preset),
+            ("pca", int(m.M_.shape[0]))]
+
+    def option_fields(self) -> list[tuple[str, Any]]:
+        return [SIGNATURE_FIELD]
 
     def multi_stats(self, batch: Batch) -> np.ndarray:
         from . import encoding
