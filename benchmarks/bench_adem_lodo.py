@@ -48,6 +48,9 @@ RECIPES = {
     # shuffle, loop, truncate and script stay out of training
     "cos_std_rank_neg": {"centre": False, "standardise": True, "rank_weight": 1.0,
                          "hard_negatives": "parrot,generic,other_item"},
+    # the shipped recipe with the copy term (adem/copy.py): weight and knee chosen on the fold's
+    # validation rows beside a copy of each one's last turn
+    "cos_std_rank_copy": {"centre": False, "standardise": True, "rank_weight": 1.0, "copy_term": True},
 }
 
 
@@ -91,6 +94,8 @@ def run(spec, recipes, grid, suffix="", variant="adem"):
     from dialeval.metrics.learned.adem.data import split_by_context
     from dialeval.metrics.learned.adem.model import Adem
 
+    from dialeval.metrics.learned.adem import copy
+    from dialeval.metrics.learned.adem.copy import overlap
     from dialeval.metrics.learned.adem.model import negative_rows
 
     rows = [r for r in pool() if r.references]
@@ -112,6 +117,21 @@ def run(spec, recipes, grid, suffix="", variant="adem"):
         ng = np.array([r.dataset for r in negs])
         return (np.concatenate([C[tr], nC]), np.concatenate([R[tr], nR]), np.concatenate([H[tr], nH]),
                 np.concatenate([y[tr], ny]), np.concatenate([lengths[tr], nl]), np.concatenate([groups[tr], ng]))
+    def fit_copy(m, va):
+        """`Adem.fit_copy_term` on vectors: the fold's validation rows with a context, and a
+        copy of each one's last turn (encoded through the same cache)."""
+        made = {p.id: p for p in negative_rows([rows[i] for i in va if rows[i].context], "parrot", seed=0)}
+        va = np.array([i for i in va if f"{rows[i].id}:parrot" in made])
+        parrots = [made[f"{rows[i].id}:parrot"] for i in va]
+        pctx, ptxt, _ = encode_pool(rows + parrots, spec, log=log)
+        pC, pR, pH = vectors(parrots, pctx, ptxt, k)
+        ctx = [rows[i].context for i in va]
+        m.copy_weight_, m.copy_knee_ = 0.0, copy.KNEES[0]
+        chosen = copy.choose(m.predict_vectors(C[va], R[va], H[va]), overlap(ctx, [rows[i].response for i in va]),
+                             y[va], groups[va], m.predict_vectors(pC, pR, pH), overlap(ctx, [p.response for p in parrots]))
+        m.copy_weight_, m.copy_knee_ = chosen["weight"], chosen["knee"]
+        m.training_["copy_term"] = {k: v for k, v in chosen.items() if k != "grid"}
+
     os.makedirs(OUT, exist_ok=True)
     base_path = os.path.join(OUT, f"{short(spec)}__sent_cosine.npz")
     np.savez(base_path, pred=sent_cosine(rows, txt), y=y, groups=groups)
@@ -135,9 +155,14 @@ def run(spec, recipes, grid, suffix="", variant="adem"):
                      (C[tr], R[tr], H[tr], y[tr], lengths[tr], groups[tr]))
             m = Adem(encoder=spec, variant=variant, seed=0, **BASE, **recipe)
             m.search_vectors(grid, *train, val=(C[va], R[va], H[va], y[va]))
-            pred[test] = m.predict_vectors(C[test], R[test], H[test])
+            held_copy = None
+            if m.copy_term:
+                fit_copy(m, va)
+                held_copy = overlap([rows[i].context for i in test], [rows[i].response for i in test])
+            pred[test] = m.predict_vectors(C[test], R[test], H[test], copy=held_copy)
             info[held] = {"pca_dims": m.pca_dims, "lr": m.lr, "val_spearman": m.training_["val_spearman"],
-                          "best_epoch": m.training_["best_epoch"]}
+                          "best_epoch": m.training_["best_epoch"], **({"copy_term": m.training_["copy_term"]}
+                                                                       if m.copy_term else {})}
             log(f"{short(spec)} {name} held out {held}: {info[held]}")
         cpu = time.process_time() - started
         np.savez(path, pred=pred, y=y, groups=groups, info=json.dumps({"settings": info, "cpu_s": cpu}))

@@ -100,6 +100,10 @@ class Adem(Estimator):
             bottom of the scale (1), so that the ranking loss puts them below every real
             response of their set; validation rows get none. The families left out are what the
             probes then test for generalisation (default: none)
+        copy_term: adem and c_adem: after the fit, learn what a reply loses for repeating the
+            context's last turn (word-set F1 above a knee, weight and knee chosen on the
+            validation rows with a copy of each row's last turn at the bottom of its set; see
+            `adem/copy.py`); r_adem reads no context and refuses it (default: off)
         device: torch device of training's MiniLM passes (the rows' vectors and stage 2's tuned
             layers), cpu or cuda[:N]; the PCA and stage 1's bilinear fit stay on the CPU. Not
             saved: a model trained on a GPU scores anywhere (with `--adem-device`)
@@ -107,7 +111,7 @@ class Adem(Estimator):
 
     kind = KIND
     runtime_params = ("device",)
-    quiet_params = ("hard_negatives",)     # added after the shipped ADEMs were built
+    quiet_params = ("hard_negatives", "copy_term")     # added after the shipped ADEMs were built
 
     def __init__(self, encoder: str = "minilm", variant: Literal["adem", "c_adem", "r_adem"] = "adem",
                  preset: Literal["paper", "released"] = "paper", pca_dims: int | None = None,
@@ -117,7 +121,7 @@ class Adem(Estimator):
                  finetune_layers: int = 0, finetune_lr: float = 1e-4, finetune_epochs: int = 1,
                  finetune_minutes: float | None = None, rank_weight: float = 0.0, rank_margin: float = 0.5,
                  standardise: bool = False, centre: bool = True, hard_negatives: str = "",
-                 device: str = "cpu"):
+                 copy_term: bool = False, device: str = "cpu"):
         self.encoder = encoder
         self.variant = variant
         self.preset = preset
@@ -141,6 +145,7 @@ class Adem(Estimator):
         self.standardise = standardise
         self.centre = centre
         self.hard_negatives = hard_negatives
+        self.copy_term = copy_term
         self.device = device
 
     # -- settings ------------------------------------------------------------------------
@@ -152,6 +157,9 @@ class Adem(Estimator):
             raise DialevalError(f"ADEM variant {self.variant!r}: choose from {', '.join(VARIANTS)}")
         if self.preset not in PRESETS:
             raise DialevalError(f"ADEM preset {self.preset!r}: choose from {', '.join(PRESETS)}")
+        if self.copy_term and self.variant == "r_adem":
+            raise DialevalError("copy_term needs the context, which r_adem never reads; "
+                                "train adem or c_adem with it")
         if int(self.finetune_layers or 0):
             if not str(self.encoder).startswith("minilm"):
                 raise DialevalError(f"finetune_layers needs the minilm encoder; {self.encoder} is not a "
@@ -222,6 +230,8 @@ class Adem(Estimator):
         if int(self.finetune_layers or 0):
             self.finetune_rows(prepared.rows, prepared.train_idx, prepared.val_idx, progress=progress,
                                checkpoint=checkpoint)
+        if self.copy_term:
+            self.fit_copy_term([prepared.rows[i] for i in prepared.val_idx], progress=progress)
         self.record_provenance(prepared.rows)
         self.training_["rows_split"] = {"train": len(prepared.train_idx), "validation": len(prepared.val_idx)}
         return self
@@ -234,6 +244,30 @@ class Adem(Estimator):
         from .finetune import finetune_rows
 
         return finetune_rows(self, rows, train_idx, val_idx, progress=progress, checkpoint=checkpoint)
+
+    def fit_copy_term(self, rows: Sequence[RatedRow], *, progress: Callable[[str], None] | None = None) -> "Adem":
+        """The copy term's weight and knee (`adem/copy.py`) on validation `rows` of a fitted
+        model, each beside a copy of its context's last turn rated at its set's bottom."""
+        from . import copy
+
+        rows = [r for r in rows if r.context and (r.references or not self.needs_references())]
+        self.copy_weight_, self.copy_knee_ = 0.0, copy.KNEES[0]       # scores without the term
+        ctx = [r.context for r in rows]
+        refs = [r.references for r in rows]
+        responses = [r.response for r in rows]
+        parrots = [c[-1] for c in ctx]
+        chosen = copy.choose(self.predict(ctx, refs, responses), copy.overlap(ctx, responses),
+                             np.array([r.score for r in rows], dtype=float), np.array([r.dataset for r in rows]),
+                             self.predict(ctx, refs, parrots), copy.overlap(ctx, parrots))
+        self.copy_weight_, self.copy_knee_ = chosen["weight"], chosen["knee"]
+        self.training_["copy_term"] = chosen
+        if progress:
+            progress(f"copy term: weight {self.copy_weight_}, knee {self.copy_knee_} "
+                     f"(validation Spearman with copies {chosen['val_spearman_with_copies']})")
+        return self
+
+    def has_copy_term(self) -> bool:
+        return bool(getattr(self, "copy_weight_", 0.0))
 
     def record_provenance(self, rows: Sequence[RatedRow]) -> None:
         """Store the per-dataset scale mapping of `rows` and the encoder's fingerprint (called by
@@ -279,14 +313,24 @@ class Adem(Estimator):
         """Scores from full-size vectors with other M, N (stage 2's validation checks)."""
         return (self._raw(*self._project(C, R, H), M, N) - self.alpha_) / self.beta_
 
-    def predict_vectors(self, C, R, H) -> np.ndarray:
-        """Scores on the 1-5 scale from full-size vectors; NaN where a needed reference is missing."""
+    def predict_vectors(self, C, R, H, copy: np.ndarray | None = None) -> np.ndarray:
+        """Scores on the 1-5 scale from full-size vectors; NaN where a needed reference is missing.
+        `copy`: each row's overlap with its context's last turn (`adem/copy.py::overlap`), for a
+        model with a copy term."""
         self.check_fitted()
-        return self._predict_projected(*self._project(C, R, H))
+        out = self._predict_projected(*self._project(C, R, H))
+        if copy is not None and self.has_copy_term():
+            from . import copy as copy_term
+
+            out = out - copy_term.penalty(copy, self.copy_weight_, self.copy_knee_)
+        return out
 
     def predict(self, contexts: Sequence[Sequence[str]], references: Sequence[Sequence[str]],
                 responses: Sequence[str]) -> np.ndarray:
-        return self.predict_vectors(*self.encode(contexts, references, responses))
+        from .copy import overlap
+
+        copy = overlap(contexts, responses) if self.has_copy_term() else None
+        return self.predict_vectors(*self.encode(contexts, references, responses), copy=copy)
 
     def at_initialisation(self) -> "Adem":
         """The same PCA, alpha and beta with M = N = I (the paper's 'ADEM at initialisation')."""
