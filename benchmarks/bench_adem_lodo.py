@@ -205,8 +205,10 @@ def table(n_boot, seed=0):
         prefix = prefix + ":" if prefix else ""
         old = (f"{enc}__{prefix}old_search" if f"{enc}__{prefix}old_search" in runs
                else f"{enc}__{prefix}old")
-        for b in (f"{enc}__sent_cosine", old):
-            if b not in runs or name.startswith("old"):
+        # and a recipe that adds one thing (cos_std_rank_copy) against the one without it
+        parent = f"{enc}__{prefix}{name.rsplit('_', 1)[0]}" if "_" in name else None
+        for b in (f"{enc}__sent_cosine", old, parent):
+            if b is None or b not in runs or name.startswith("old") or b == a:
                 continue
             d = paired_mean_difference(held[a] + held[b], a, b, n_boot=n_boot, seed=seed)
             lines.append(f"| {a.replace('__', ' ')} | {b.replace('__', ' ')} | {d.mean_diff:+.4f} | "

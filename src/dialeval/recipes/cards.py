@@ -48,9 +48,14 @@ def headline(name: str, folder: str) -> str:
         rows = t.get("rows_split") or {}
         if "val_spearman" not in t:
             return ""
+        copy = t.get("copy_term") or {}
+        copied = (f"; copy term: a reply repeating the last turn loses {copy['weight']:g} points above a "
+                  f"word-F1 knee of {copy['knee']:g} (validation Spearman with one copy per row at the bottom "
+                  f"{copy['val_spearman_with_copies']:.3f})" if copy else "")
         return (f"validation Spearman {t['val_spearman']:.3f} (chosen by the search: PCA "
                 f"{p.get('pca_dims') or 'all'}, lr {p.get('lr')}, best epoch {t.get('best_epoch')}); "
-                f"{rows.get('train')} training rows, {rows.get('validation')} validation rows (own contexts)")
+                f"{rows.get('train')} training rows, {rows.get('validation')} validation rows (own contexts)"
+                + copied)
     if name in ("mme", "mme_cross"):
         c = _read_json(os.path.join(folder, "mme.json"))
         parts = []
