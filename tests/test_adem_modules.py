@@ -15,11 +15,13 @@ from dialeval.metrics.learned.adem.data import RATED_SETS, WITH_REFERENCES, Rate
 PARAMS = ["encoder", "variant", "preset", "pca_dims", "gamma", "lr", "batch_size", "max_epochs", "patience",
           "val_fraction", "context_turns", "oversample", "max_oversample", "seed", "finetune_layers", "finetune_lr",
           "finetune_epochs", "finetune_minutes", "rank_weight", "rank_margin", "standardise", "centre",
-          "hard_negatives", "device"]
+          "hard_negatives", "copy_term", "device"]
 
 
 def test_the_estimators_parameters_are_unchanged():
-    """The saved parameters are as they were: `device` (how training runs) is never written."""
+    """The saved parameters are as they were (and `copy_term`, written only when set, as
+    `hard_negatives`): `device` (how training runs) is never written."""
+    assert set(model.Adem.quiet_params) == {"hard_negatives", "copy_term"}
     assert model.Adem._param_names() == PARAMS
     assert model.Adem.runtime_params == ("device",)
     assert model.Adem.kind == "adem"
