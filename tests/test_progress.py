@@ -135,3 +135,23 @@ def test_a_log_gets_lines_while_one_long_step_has_no_tick(monkeypatch, capsys):
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("dialeval: 0 of 100")]
     assert len(lines) >= 3, lines
     assert "elapsed" in lines[0]
+
+
+def test_heartbeat_speaks_at_most_once_per_period(monkeypatch):
+    """A long training loop's between-check lines (`progress.Heartbeat`): the first after one
+    period, then at most one per period; a report of the loop's own starts the period again."""
+    from dialeval import progress
+
+    clock = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    said = []
+    beat = progress.Heartbeat(said.append, every=15)
+    for t, text in [(5, "a"), (15, "b"), (20, "c"), (31, "d"), (46, "e")]:
+        clock[0] = 100.0 + t
+        beat(lambda: text)
+    assert said == ["b", "d", "e"]
+    clock[0] = 150.0
+    beat.reset()
+    clock[0] = 160.0
+    beat(lambda: "f")
+    assert said == ["b", "d", "e"]

@@ -53,6 +53,27 @@ def loading(what: str) -> Iterator[None]:
         yield
 
 
+class Heartbeat:
+    """What a long loop says between its own reports: `say(line())` at most once every `every`
+    seconds, the first one `every` seconds after it was made (a loop that reports often on its
+    own says nothing more). Training loops print their checks a few times an epoch, which on a
+    CPU can be half an hour apart; this keeps a log from falling silent that long."""
+
+    def __init__(self, say: Callable[[str], None], every: float = EVERY):
+        self.say, self.every = say, float(every)
+        self._last = time.monotonic()
+
+    def __call__(self, line: Callable[[], str]) -> None:
+        now = time.monotonic()
+        if now - self._last >= self.every:
+            self._last = now
+            self.say(line())
+
+    def reset(self) -> None:
+        """Count from now (the loop just reported on its own)."""
+        self._last = time.monotonic()
+
+
 @contextlib.contextmanager
 def _said_after(delay: float, line: str) -> Iterator[None]:
     """`line` on stderr if the block is still running after `delay` seconds."""

@@ -228,7 +228,7 @@ def tune_top_layers(top, loss: Callable[[Any], Any], epoch_batches: Callable[[in
                     check_after: Callable[[int], set] = lambda n: {n}, before_epoch: Callable[[], None] | None = None,
                     deadline: float | None = None,
                     on_check: Callable[[int, int, int, float, float, "TuneResult"], None] | None = None,
-                    checkpoint=None) -> TuneResult:
+                    checkpoint=None, say: Callable[[str], None] | None = None, label: str = "tuning") -> TuneResult:
     """Train `top` (and the caller's `extra_groups`, AdamW parameter groups such as a head or a
     bilinear form) to lower `loss(rows)`.
 
@@ -244,7 +244,10 @@ def tune_top_layers(top, loss: Callable[[Any], Any], epoch_batches: Callable[[in
     randomness in `before_epoch` / `epoch_batches` is replayed by calling them again for the
     epochs already begun, so `loss`, `evaluate` and `on_check` must draw only from the global
     generators (which are saved), and a caller's record of the checks is best read from
-    `result.checks` (a resumed run calls `on_check` only for the checks it makes itself)."""
+    `result.checks` (a resumed run calls `on_check` only for the checks it makes itself).
+
+    `say`: between the checks, a line at most every 15 s (`progress.Heartbeat`) with `label`, the
+    batch and the mean training loss so far, so that a long epoch on a CPU is never silent."""
     from ..models.training import Optimiser
 
     apply_thread_policy()
@@ -279,6 +282,12 @@ def tune_top_layers(top, loss: Callable[[Any], Any], epoch_batches: Callable[[in
         set_rng_state(saved["rng"])
     first = saved["epoch"] if saved is not None else 1
     epoch, batches, done, total = first, [], 0, 0.0
+    started = time.monotonic()
+    beat = None
+    if say is not None:
+        from ..progress import Heartbeat
+
+        beat = Heartbeat(say)
 
     def state(epoch, batches, k, total):
         return {"epoch": epoch, "batches": batches, "k": k, "total": total, "steps": result.steps,
@@ -311,7 +320,12 @@ def tune_top_layers(top, loss: Callable[[Any], Any], epoch_batches: Callable[[in
             result.steps += 1
             done = k
             result.stopped = deadline is not None and time.monotonic() > deadline
+            if beat is not None:
+                beat(lambda: f"{label}: epoch {epoch} batch {k}/{len(batches)}: train loss "
+                             f"{total / max(k, 1):.4f} ({time.monotonic() - started:.0f} s)")
             if k in checks or result.stopped:
+                if beat is not None:
+                    beat.reset()
                 score = evaluate()
                 position = epoch - 1 + k / max(len(batches), 1)
                 result.checks.append((position, score))

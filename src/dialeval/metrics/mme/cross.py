@@ -248,7 +248,8 @@ def fit_cross(backbone, contexts: Sequence[str], responses: Sequence[str], label
                              extra_groups=[{"params": [head_w, head_b], "lr": lr * 100, "weight_decay": 0.0}],
                              check_after=lambda n: {max(1, round(n * (j + 1) / CHECKS_PER_EPOCH))
                                                     for j in range(CHECKS_PER_EPOCH)},
-                             deadline=deadline, on_check=on_check, checkpoint=checkpoint)
+                             deadline=deadline, on_check=on_check, checkpoint=checkpoint, say=say,
+                             label="[mme] rm cross")
     if result.best_state is not None:
         state, w, b = result.best_state
         top.load_state_dict(state)

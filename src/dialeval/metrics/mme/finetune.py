@@ -179,7 +179,8 @@ def finetune(prep: Prepared, columns: Sequence[Sequence[str]], y: np.ndarray, co
                              evaluate=held_out_loss, better=lambda v, best: v < best - 1e-5 or not len(valid_idx),
                              snapshot=snapshot, start=(start_loss, snapshot()), epochs=epochs, lr=lr,
                              planned_steps=planned, extra_groups=[{"params": list(head.parameters()), "lr": lr * 10}],
-                             before_epoch=before_epoch, deadline=deadline, on_check=on_check, checkpoint=checkpoint)
+                             before_epoch=before_epoch, deadline=deadline, on_check=on_check, checkpoint=checkpoint,
+                             say=say, label="[mme] fine-tune")
     history = [round(start_loss, 5)] + [round(score, 5) for _, score in result.checks]
     top.load_state_dict(result.best_state[0])
     head.load_state_dict(result.best_state[1])

@@ -234,7 +234,7 @@ def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray,
                              epochs=epochs, lr=lr, planned_steps=max(1, epochs * per_epoch),
                              extra_groups=[{"params": used, "lr": float(model.lr), "weight_decay": 0.0}],
                              check_after=lambda n: checks, deadline=deadline, on_check=on_check,
-                             checkpoint=checkpoint)
+                             checkpoint=checkpoint, say=say, label="[adem] stage 2")
     curve = [{"epoch": 0.0, "val_spearman": round(start, 5)}] + [
         {"epoch": round(position, 2), "val_spearman": round(score, 5)} for position, score in result.checks]
     info = {"finetune_layers": layers, "tuned_layer_indices": list(range(n_lower, prep.n_layers)),
