@@ -268,15 +268,13 @@ class LoraTrainer(Estimator):
             rng.shuffle(batches)
             return batches
 
-        shown = time.time()
+        from ...progress import Heartbeat
+
+        beat = Heartbeat(log)
 
         def after_step(state) -> None:
-            nonlocal shown
-            if time.time() - shown >= 30:
-                shown = time.time()
-                el = state.seconds
-                log(f"train lm --lora: step {state.steps}/{steps}, loss {np.mean(state.losses[-50:]):.4f}, "
-                    f"{state.tokens / el:.0f} tokens/s, {el / 60:.1f} min")
+            beat(lambda: f"train lm --lora: step {state.steps}/{steps}, loss {np.mean(state.losses[-50:]):.4f}, "
+                         f"{state.tokens / state.seconds:.0f} tokens/s, {state.seconds / 60:.1f} min")
 
         loop = train_causal_lm(model, params, sequences, pad_id=lm.sep_id, passes=one_pass, total_steps=steps,
                                lr=self.lr, weight_decay=0.0, schedule=lr_at, device=self.device,

@@ -352,6 +352,10 @@ def _train(cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus,
     deadline = started + budget if budget else None
     reserve = 0.0          # seconds kept for scoring the reference pairs and saving
 
+    from ...progress import Heartbeat
+
+    beat = Heartbeat(log)
+
     def after_step(state) -> None:
         nonlocal ref_pairs, ref_cost, reserve
         step = state.steps
@@ -367,10 +371,13 @@ def _train(cfg, train_pairs, ref_pairs, started, init, corpus, reference_corpus,
                         f"{per_token * sum(ref_cost):.0f} s of the {budget:.0f} s budget; keeping {keep}")
                     ref_pairs, ref_cost = ref_pairs[:keep], ref_cost[:keep]
             reserve = per_token * sum(ref_cost) + 3.0
-        if step % 50 == 0 or step == total:
-            elapsed = state.seconds
-            log(f"step {step}/{total} loss {np.mean(state.losses[-50:]):.3f} "
-                f"{elapsed / step:.3f}s/step wall, {state.cpu_seconds / step:.3f} CPU-s/step, {elapsed / 60:.1f} min")
+        line = (lambda: f"step {step}/{total} loss {np.mean(state.losses[-50:]):.3f} "
+                        f"{state.seconds / step:.3f}s/step wall, {state.cpu_seconds / step:.3f} CPU-s/step, "
+                        f"{state.seconds / 60:.1f} min")
+        if step == total:
+            log(line())
+        else:
+            beat(line)
 
     loop = train_causal_lm(
         model, model.parameters(), [(ids, 0) for ids in sequences], pad_id=lm.sep_id,
