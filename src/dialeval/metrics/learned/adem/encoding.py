@@ -48,15 +48,19 @@ def model_encoder(model, device: str = "cpu", precision: str = "fp32"):
 
 def tuned_encoder(model, frozen):
     """The MiniLM with `model`'s tuned top layers over `frozen`'s backbone (its device and
-    precision), built once per model object and backbone (it holds a copy of the top layers)."""
-    cached = getattr(model, "_tuned", None)
-    if cached is None:
-        from .finetune import TunedMiniLM, by_layer, tensors_id
+    precision), built once per model object and set of layers (it holds a copy of the top
+    layers). The one place that decides whether the built one is still `model`'s: it is kept
+    with the layers' content hash, so new layers (a fit, a load) are never read through old ones."""
+    from .finetune import TunedMiniLM, by_layer, tensors_id
 
-        cached = TunedMiniLM(by_layer(model.tuned_layers_), frozen.model_dir, frozen.fingerprint(),
-                             tensors_id(model.tuned_layers_), int(model.context_turns))
+    weights_id = getattr(model, "weights_id_", None) or tensors_id(model.tuned_layers_)
+    key = (weights_id, frozen.model_dir, int(model.context_turns))
+    cached = model.__dict__.get("_tuned")
+    if cached is None or cached[0] != key:
+        cached = (key, TunedMiniLM(by_layer(model.tuned_layers_), frozen.model_dir, frozen.fingerprint(),
+                                   weights_id, int(model.context_turns)))
         model._tuned = cached
-    return cached.on(frozen.backbone())
+    return cached[1].on(frozen.backbone())
 
 
 def encode(enc, contexts: Sequence[Sequence[str]], references: Sequence[Sequence[str]],
@@ -85,7 +89,6 @@ def set_tuned_layers(model, tensors: Mapping[str, Any] | None) -> None:
 
     for name in ("tuned_layers_", "tuned_indices_", "weights_id_"):
         model.__dict__.pop(name, None)
-    model._tuned = None
     frozen = make_encoder(model.encoder, int(model.context_turns))
     if tensors is not None:
         from .finetune import tensors_id
@@ -124,7 +127,6 @@ def write_encoder_files(model, staging_dir: str) -> None:
 def read_encoder_files(model, values: Mapping[str, Any], directory: str) -> None:
     """The loading side of `write_encoder_files`: the tuned layers, and the bundled encoder in
     place of the path it was trained from."""
-    model._tuned = None
     if "weights_id_" in values:
         load_tuned_layers(model, values, directory)
     bundled = os.path.join(directory, BUNDLED_ENCODER)

@@ -278,7 +278,6 @@ def finetune_rows(model, rows: Sequence, train_idx: Sequence[int], val_idx: Sequ
     pool = model._oversampled(y, lengths, rng) if model.oversample else np.arange(len(y))
     deadline = time.monotonic() + 60 * float(model.finetune_minutes) if model.finetune_minutes else None
     model.tuned_layers_ = None
-    model._tuned = None
     info = finetune_adem(model, texts(tr), y, pool, texts(va), np.array([r.score for r in va]),
                          layers=layers, epochs=int(model.finetune_epochs), lr=float(model.finetune_lr),
                          model_dir=make_encoder(model.encoder, k).model_dir, deadline=deadline, say=progress,

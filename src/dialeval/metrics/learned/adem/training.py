@@ -36,7 +36,6 @@ def prepare(model, rows: Sequence[RatedRow]) -> PreparedRows:
     model._check()
     for name in ("tuned_layers_", "tuned_indices_", "weights_id_", "encoder_fingerprint_"):
         model.__dict__.pop(name, None)       # a refit starts from the frozen encoder
-    model._tuned = None
     rows = [r for r in rows if r.references or not model.needs_references()]
     if len(rows) < 10:
         raise DialevalError(f"ADEM needs at least 10 rated rows with{'' if model.needs_references() else 'out'} "
