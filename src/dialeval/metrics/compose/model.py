@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, ClassVar, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -127,6 +127,8 @@ def consistent_weights(weights: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 class ComposeModel(Estimator):
     """Per-quality composition of metric scores: CRS (MME-CRS eq. 1-3), plain average, or ridge.
+    What every method shares lives here (scaling, stand-ins, the Spearman table, persistence);
+    what differs is the method's `Weighting` (`CRS`, `Average`, `Ridge` below), chosen by `method`.
 
     Options:
         method: crs (correlation re-scaling), avg (MME-Avg, uniform weights) or ridge
@@ -182,19 +184,14 @@ class ComposeModel(Estimator):
             raise DialevalError(f"CRS power p must be positive, got {self.p}")
         if not 0 <= float(self.clip_percentile) < 50:
             raise DialevalError(f"clip_percentile must lie in [0, 50), got {self.clip_percentile}")
-        # an option that would do nothing under the chosen method is refused, not ignored
-        if self.positive and self.method != "ridge":
-            raise DialevalError(f"positive applies to ridge coefficients; method {self.method!r} "
-                                "weighs with non-negative weights already")
         if not 0 <= float(self.negative_share) <= 10:
             raise DialevalError(f"negative_share must lie in [0, 10], got {self.negative_share}")
-        if float(self.negative_share) > 0 and self.method != "ridge":
-            raise DialevalError(f"negative_share applies to ridge; method {self.method!r} weighs by "
-                                "correlations, which training negatives do not change")
-        if self.consistent and self.method == "ridge":
-            raise DialevalError("the consistent rule applies to crs and avg weights, not to ridge "
-                                "(use positive to keep ridge coefficients >= 0)")
+        self.weighting().check(self)
         self.stand_ins()
+
+    def weighting(self) -> "Weighting":
+        """The method's own part: how development data become weights, and how they score."""
+        return WEIGHTINGS[self.method]
 
     def stand_ins(self) -> list[tuple[str, list[str]]]:
         """`stand_in` parsed: [(quality, [alternatives in order])]."""
@@ -288,10 +285,7 @@ class ComposeModel(Estimator):
         self.pairs_ = pairs
         self.spearman_ = np.array(corr, dtype=float).reshape(len(pairs), len(metrics))
 
-        if self.method == "ridge":
-            self._fit_ridge(devsets, qualities, negatives or {})
-        else:
-            self._fit_weights(qualities)
+        self.weighting().fit(self, devsets, qualities, negatives or {})
         return self
 
     def _draw(self, d: DevSet, index: int) -> DevSet:
@@ -318,107 +312,6 @@ class ComposeModel(Estimator):
             hi.append(b)
         self.scale_low_ = np.array(lo, dtype=float)
         self.scale_high_ = np.array(hi, dtype=float)
-
-    def _fit_weights(self, qualities: Sequence[str]) -> None:
-        m = len(self.metrics_)
-        per_pair = []
-        for r in self.spearman_:
-            w = np.full(m, 1.0 / m) if self.method == "avg" else crs_weights(r, float(self.p))
-            per_pair.append(w if w is not None else np.full(m, np.nan))
-        per_pair = np.array(per_pair, dtype=float).reshape(len(self.pairs_), m)
-        self.pair_weights_ = per_pair
-        rows, used = [], []
-        for q in [POOLED, *qualities]:
-            take = [i for i, (_, pq) in enumerate(self.pairs_)
-                    if (q == POOLED or pq == q) and np.isfinite(per_pair[i]).all()]
-            used.append(len(take))
-            # no informative pair: the pooled weights (and uniform if nothing is informative)
-            row = per_pair[take].mean(axis=0) if take else rows[0] if rows else np.full(m, 1.0 / m)
-            if self.consistent:
-                scope = [i for i, (_, pq) in enumerate(self.pairs_) if q == POOLED or pq == q]
-                row = consistent_weights(row, self.spearman_[scope]) if scope else (rows[0] if rows else row)
-            rows.append(row)
-        self.weights_ = np.array(rows[1:] + rows[:1], dtype=float)
-        self.weight_sets_ = used[1:] + used[:1]   # pairs averaged per row (0: the pooled row stands in)
-
-    def _negative_rows(self, devsets: Sequence[DevSet],
-                       negatives: Mapping[str, Mapping[str, Sequence[float]]]) -> dict[str, np.ndarray]:
-        """Each set's drawn training negatives, scaled: `negative_share` x its items, seeded.
-
-        Why: a member that a degenerate response games (a parroted context turn is the most
-        likely reply to an LM, a word loop looks fluent to a head) is not caught by the rated
-        items, which hold no such responses, so ridge gives the members that see through it no
-        reason to weigh more. Rows of those responses at the set's lowest rating give it one;
-        the penalty is still chosen on the rated items alone (`_ridge_cv`'s `rated`)."""
-        share = float(self.negative_share)
-        if share <= 0:
-            return {}
-        out, counts = {}, {}
-        for g, d in enumerate(devsets):
-            cols = negatives.get(d.name)
-            if not cols:
-                continue
-            missing = [m for m in self.metrics_ if m not in cols]
-            if missing:
-                raise DialevalError(f"training negatives of {d.name!r} have no scores for {', '.join(missing)}")
-            x = self._scaled_matrix({m: np.asarray(cols[m], dtype=float) for m in self.metrics_})
-            take = min(len(x), int(round(share * len(d))))
-            rng = np.random.default_rng([int(self.seed), g, 7])
-            out[d.name] = x[np.sort(rng.choice(len(x), size=take, replace=False))]
-            counts[d.name] = take
-        self.negatives_used_ = counts
-        return out
-
-    def _fit_ridge(self, devsets: Sequence[DevSet], qualities: Sequence[str],
-                   negatives: Mapping[str, Mapping[str, Sequence[float]]]) -> None:
-        negative_x = self._negative_rows(devsets, negatives)
-        scaled = {d.name: self._scaled_matrix(d.scores) for d in devsets}
-        stacked = np.concatenate(list(scaled.values()))
-        fill = np.nanmean(stacked, axis=0)
-        self.fill_ = np.where(np.isfinite(fill), fill, 0.5)
-        coefs, intercepts, alphas, used = [], [], [], []
-        for q in [POOLED, *qualities]:
-            xs, ys, groups, rated = [], [], [], []
-            for g, d in enumerate(devsets):
-                for dq in sorted(d.human):
-                    if q != POOLED and dq != q:
-                        continue
-                    y = d.human[dq]
-                    ok = np.isfinite(y)
-                    if ok.sum() < max(2, self.min_items) or np.nanstd(y) == 0:
-                        continue
-                    z = (y[ok] - y[ok].mean()) / y[ok].std()
-                    xs.append(self._impute(scaled[d.name][ok]))
-                    ys.append(z)
-                    groups.append(np.full(ok.sum(), g))
-                    rated.append(np.ones(ok.sum(), dtype=bool))
-                    if d.name in negative_x and len(negative_x[d.name]):
-                        # a degenerate response is worth the set's lowest rating
-                        neg = self._impute(negative_x[d.name])
-                        xs.append(neg)
-                        ys.append(np.full(len(neg), z.min()))
-                        groups.append(np.full(len(neg), g))
-                        rated.append(np.zeros(len(neg), dtype=bool))
-            used.append(len(xs))
-            if not xs:      # the pooled model stands in (zeros if nothing was usable at all)
-                coefs.append(coefs[0] if coefs else np.zeros(len(self.metrics_)))
-                intercepts.append(intercepts[0] if intercepts else 0.0)
-                alphas.append(alphas[0] if alphas else math.nan)
-                continue
-            coef, icpt, alpha = _ridge_cv(np.concatenate(xs), np.concatenate(ys),
-                                          np.concatenate(groups), self._alphas(), self.seed,
-                                          bool(self.positive), np.concatenate(rated))
-            coefs.append(coef)
-            intercepts.append(icpt)
-            alphas.append(alpha)
-        # stored in the order of qualities_, the pooled row last
-        self.coef_ = np.array(coefs[1:] + coefs[:1], dtype=float)
-        self.intercept_ = np.array(intercepts[1:] + intercepts[:1], dtype=float)
-        self.alpha_ = np.array(alphas[1:] + alphas[:1], dtype=float)
-        self.weight_sets_ = used[1:] + used[:1]
-
-    def _alphas(self) -> list[float]:
-        return [float(a) for a in (self.alphas if self.alphas else DEFAULT_ALPHAS)]
 
     # -- prediction --------------------------------------------------------------------------
     def scale(self, scores: Mapping[str, Sequence[float]]) -> dict[str, np.ndarray]:
@@ -460,29 +353,12 @@ class ComposeModel(Estimator):
     def weights_for(self, quality: str | None) -> dict[str, float]:
         """{metric: weight} for `quality` (CRS/avg weights; ridge coefficients)."""
         row = self.row_of(quality)
-        table = self.coef_ if self.method == "ridge" else self.weights_
+        table = getattr(self, self.weighting().table)
         return {m: float(table[row, j]) for j, m in enumerate(self.metrics_)}
 
     def predict(self, scores: Mapping[str, Sequence[float]], quality: str | None = None) -> np.ndarray:
         """Composite score per item for `quality` (default: the first fitted quality)."""
-        mat = self._scaled_matrix(scores)
-        row = self.row_of(quality)
-        if self.method == "ridge":
-            # a row-wise sum, not a matrix product: BLAS may round a row differently with the
-            # number of rows around it, and a sample's score must not depend on its shard
-            return (self._impute(mat) * self.coef_[row]).sum(axis=1) + self.intercept_[row]
-        ok = np.isfinite(mat)
-        values = np.where(ok, mat, 0.0)
-        out = np.full(len(mat), np.nan)
-        todo = ok.any(axis=1)
-        # the quality's weights; items whose weighted metrics are all missing fall back to the
-        # pooled weights, then to the plain mean of what they have
-        for w in (self.weights_[row], self.weights_[-1], np.ones(len(self.metrics_))):
-            mass = (ok * w).sum(axis=1)
-            take = todo & (mass > 0)
-            out[take] = (values[take] * w).sum(axis=1) / mass[take]
-            todo &= ~take
-        return out
+        return self.weighting().predict(self, self._scaled_matrix(scores), self.row_of(quality))
 
     # -- persistence -------------------------------------------------------------------------
     def _set_state(self, values, arrays, directory):
@@ -521,18 +397,216 @@ class ComposeModel(Estimator):
                                               if self.scaling == "percentile" else {}),
                                            "low": dict(zip(self.metrics_, self.scale_low_.tolist())),
                                            "high": dict(zip(self.metrics_, self.scale_high_.tolist()))}}
-        if self.method == "crs":
-            out["p"] = self.p
-        out["weights"] = {q: self.weights_for(q) for q in [*self.qualities_, POOLED]}
-        if self.method == "ridge":
-            out["positive"] = bool(self.positive)
-            out["intercept"] = dict(zip([*self.qualities_, POOLED], self.intercept_.tolist()))
-            out["alpha"] = dict(zip([*self.qualities_, POOLED], self.alpha_.tolist()))
+        self.weighting().describe(self, out)
         if getattr(self, "stand_ins_used_", None):
             out["stand_ins"] = [{"set": d, "quality": q, "from": a} for d, q, a in self.stand_ins_used_]
         out["spearman"] = [{"set": d, "quality": q, **{m: float(v) for m, v in zip(self.metrics_, row)}}
                            for (d, q), row in zip(self.pairs_, self.spearman_)]
         return out
+
+
+class Weighting:
+    """One composition method: what its options require, how the development data become its
+    per-quality table (`fit`, writing the `*_` attributes of the `ComposeModel` it is given), how
+    that table scores an item, and what `describe` adds. The estimator keeps what every method
+    shares (scaling, stand-ins, the Spearman table, persistence); a method is chosen by the
+    `method` parameter, so an artifact names its method as it always did."""
+
+    name: ClassVar[str] = ""
+    table: ClassVar[str] = "weights_"       # the attribute `weights_for` reads
+
+    def check(self, model: "ComposeModel") -> None:
+        """Refuse an option that would do nothing under this method (refused, not ignored)."""
+        if model.positive:
+            raise DialevalError(f"positive applies to ridge coefficients; method {self.name!r} "
+                                "weighs with non-negative weights already")
+        if float(model.negative_share) > 0:
+            raise DialevalError(f"negative_share applies to ridge; method {self.name!r} weighs by "
+                                "correlations, which training negatives do not change")
+
+    def fit(self, model: "ComposeModel", devsets: Sequence[DevSet], qualities: Sequence[str],
+            negatives: Mapping[str, Mapping[str, Sequence[float]]]) -> None:
+        raise NotImplementedError
+
+    def predict(self, model: "ComposeModel", mat: np.ndarray, row: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def describe(self, model: "ComposeModel", out: dict[str, Any]) -> None:
+        out["weights"] = {q: model.weights_for(q) for q in [*model.qualities_, POOLED]}
+
+
+class PairWeights(Weighting):
+    """Weights per (set, quality) pair averaged per quality (eq. 2), read as a weighted mean of
+    the scaled scores (eq. 3): CRS and its uniform baseline differ only in a pair's weights."""
+
+    def pair_weights(self, model: "ComposeModel", r: np.ndarray) -> np.ndarray | None:
+        raise NotImplementedError
+
+    def fit(self, model, devsets, qualities, negatives) -> None:
+        m = len(model.metrics_)
+        per_pair = []
+        for r in model.spearman_:
+            w = self.pair_weights(model, r)
+            per_pair.append(w if w is not None else np.full(m, np.nan))
+        per_pair = np.array(per_pair, dtype=float).reshape(len(model.pairs_), m)
+        model.pair_weights_ = per_pair
+        rows, used = [], []
+        for q in [POOLED, *qualities]:
+            take = [i for i, (_, pq) in enumerate(model.pairs_)
+                    if (q == POOLED or pq == q) and np.isfinite(per_pair[i]).all()]
+            used.append(len(take))
+            # no informative pair: the pooled weights (and uniform if nothing is informative)
+            row = per_pair[take].mean(axis=0) if take else rows[0] if rows else np.full(m, 1.0 / m)
+            if model.consistent:
+                scope = [i for i, (_, pq) in enumerate(model.pairs_) if q == POOLED or pq == q]
+                row = consistent_weights(row, model.spearman_[scope]) if scope else (rows[0] if rows else row)
+            rows.append(row)
+        model.weights_ = np.array(rows[1:] + rows[:1], dtype=float)
+        model.weight_sets_ = used[1:] + used[:1]   # pairs averaged per row (0: the pooled row stands in)
+
+    def predict(self, model, mat, row) -> np.ndarray:
+        ok = np.isfinite(mat)
+        values = np.where(ok, mat, 0.0)
+        out = np.full(len(mat), np.nan)
+        todo = ok.any(axis=1)
+        # the quality's weights; items whose weighted metrics are all missing fall back to the
+        # pooled weights, then to the plain mean of what they have
+        for w in (model.weights_[row], model.weights_[-1], np.ones(len(model.metrics_))):
+            mass = (ok * w).sum(axis=1)
+            take = todo & (mass > 0)
+            out[take] = (values[take] * w).sum(axis=1) / mass[take]
+            todo &= ~take
+        return out
+
+
+class CRS(PairWeights):
+    """MME-CRS: a pair's weights are its clipped Spearman correlations to the power p (eq. 1)."""
+
+    name = "crs"
+
+    def pair_weights(self, model, r):
+        return crs_weights(r, float(model.p))
+
+    def describe(self, model, out) -> None:
+        out["p"] = model.p
+        super().describe(model, out)
+
+
+class Average(PairWeights):
+    """MME-Avg: every metric weighs the same."""
+
+    name = "avg"
+
+    def pair_weights(self, model, r):
+        return np.full(len(model.metrics_), 1.0 / len(model.metrics_))
+
+
+class Ridge(Weighting):
+    """A ridge regression per quality on the scaled scores of the pooled development items,
+    each set's human scores z-scored within the set, the penalty chosen by cross-validation on
+    the development data alone (see the module doc); optionally with training negatives."""
+
+    name = "ridge"
+    table = "coef_"
+
+    def check(self, model) -> None:
+        if model.consistent:
+            raise DialevalError("the consistent rule applies to crs and avg weights, not to ridge "
+                                "(use positive to keep ridge coefficients >= 0)")
+
+    def fit(self, model, devsets, qualities, negatives) -> None:
+        negative_x = self.negative_rows(model, devsets, negatives)
+        scaled = {d.name: model._scaled_matrix(d.scores) for d in devsets}
+        stacked = np.concatenate(list(scaled.values()))
+        fill = np.nanmean(stacked, axis=0)
+        model.fill_ = np.where(np.isfinite(fill), fill, 0.5)
+        coefs, intercepts, alphas, used = [], [], [], []
+        for q in [POOLED, *qualities]:
+            xs, ys, groups, rated = [], [], [], []
+            for g, d in enumerate(devsets):
+                for dq in sorted(d.human):
+                    if q != POOLED and dq != q:
+                        continue
+                    y = d.human[dq]
+                    ok = np.isfinite(y)
+                    if ok.sum() < max(2, model.min_items) or np.nanstd(y) == 0:
+                        continue
+                    z = (y[ok] - y[ok].mean()) / y[ok].std()
+                    xs.append(model._impute(scaled[d.name][ok]))
+                    ys.append(z)
+                    groups.append(np.full(ok.sum(), g))
+                    rated.append(np.ones(ok.sum(), dtype=bool))
+                    if d.name in negative_x and len(negative_x[d.name]):
+                        # a degenerate response is worth the set's lowest rating
+                        neg = model._impute(negative_x[d.name])
+                        xs.append(neg)
+                        ys.append(np.full(len(neg), z.min()))
+                        groups.append(np.full(len(neg), g))
+                        rated.append(np.zeros(len(neg), dtype=bool))
+            used.append(len(xs))
+            if not xs:      # the pooled model stands in (zeros if nothing was usable at all)
+                coefs.append(coefs[0] if coefs else np.zeros(len(model.metrics_)))
+                intercepts.append(intercepts[0] if intercepts else 0.0)
+                alphas.append(alphas[0] if alphas else math.nan)
+                continue
+            coef, icpt, alpha = _ridge_cv(np.concatenate(xs), np.concatenate(ys),
+                                          np.concatenate(groups), self.alphas(model), model.seed,
+                                          bool(model.positive), np.concatenate(rated))
+            coefs.append(coef)
+            intercepts.append(icpt)
+            alphas.append(alpha)
+        # stored in the order of qualities_, the pooled row last
+        model.coef_ = np.array(coefs[1:] + coefs[:1], dtype=float)
+        model.intercept_ = np.array(intercepts[1:] + intercepts[:1], dtype=float)
+        model.alpha_ = np.array(alphas[1:] + alphas[:1], dtype=float)
+        model.weight_sets_ = used[1:] + used[:1]
+
+    @staticmethod
+    def alphas(model) -> list[float]:
+        return [float(a) for a in (model.alphas if model.alphas else DEFAULT_ALPHAS)]
+
+    @staticmethod
+    def negative_rows(model, devsets: Sequence[DevSet],
+                      negatives: Mapping[str, Mapping[str, Sequence[float]]]) -> dict[str, np.ndarray]:
+        """Each set's drawn training negatives, scaled: `negative_share` x its items, seeded.
+
+        Why: a member that a degenerate response games (a parroted context turn is the most
+        likely reply to an LM, a word loop looks fluent to a head) is not caught by the rated
+        items, which hold no such responses, so ridge gives the members that see through it no
+        reason to weigh more. Rows of those responses at the set's lowest rating give it one;
+        the penalty is still chosen on the rated items alone (`_ridge_cv`'s `rated`)."""
+        share = float(model.negative_share)
+        if share <= 0:
+            return {}
+        out, counts = {}, {}
+        for g, d in enumerate(devsets):
+            cols = negatives.get(d.name)
+            if not cols:
+                continue
+            missing = [m for m in model.metrics_ if m not in cols]
+            if missing:
+                raise DialevalError(f"training negatives of {d.name!r} have no scores for {', '.join(missing)}")
+            x = model._scaled_matrix({m: np.asarray(cols[m], dtype=float) for m in model.metrics_})
+            take = min(len(x), int(round(share * len(d))))
+            rng = np.random.default_rng([int(model.seed), g, 7])
+            out[d.name] = x[np.sort(rng.choice(len(x), size=take, replace=False))]
+            counts[d.name] = take
+        model.negatives_used_ = counts
+        return out
+
+    def predict(self, model, mat, row) -> np.ndarray:
+        # a row-wise sum, not a matrix product: BLAS may round a row differently with the
+        # number of rows around it, and a sample's score must not depend on its shard
+        return (model._impute(mat) * model.coef_[row]).sum(axis=1) + model.intercept_[row]
+
+    def describe(self, model, out) -> None:
+        super().describe(model, out)
+        out["positive"] = bool(model.positive)
+        out["intercept"] = dict(zip([*model.qualities_, POOLED], model.intercept_.tolist()))
+        out["alpha"] = dict(zip([*model.qualities_, POOLED], model.alpha_.tolist()))
+
+
+WEIGHTINGS: dict[str, Weighting] = {w.name: w for w in (CRS(), Average(), Ridge())}
 
 
 def _ridge_cv(x: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: Sequence[float],
