@@ -126,11 +126,10 @@ def run(spec, recipes, grid, suffix="", variant="adem"):
         pctx, ptxt, _ = encode_pool(rows + parrots, spec, log=log)
         pC, pR, pH = vectors(parrots, pctx, ptxt, k)
         ctx = [rows[i].context for i in va]
-        m.copy_weight_, m.copy_knee_ = 0.0, copy.KNEES[0]
-        chosen = copy.choose(m.predict_vectors(C[va], R[va], H[va]), overlap(ctx, [rows[i].response for i in va]),
-                             y[va], groups[va], m.predict_vectors(pC, pR, pH), overlap(ctx, [p.response for p in parrots]))
-        m.copy_weight_, m.copy_knee_ = chosen["weight"], chosen["knee"]
-        m.training_["copy_term"] = {k: v for k, v in chosen.items() if k != "grid"}
+        # predict_vectors without copy= scores without the term (the fit has none yet)
+        m.set_copy_term(copy.choose(m.predict_vectors(C[va], R[va], H[va]), overlap(ctx, [rows[i].response for i in va]),
+                                    y[va], groups[va], m.predict_vectors(pC, pR, pH),
+                                    overlap(ctx, [p.response for p in parrots])))
 
     os.makedirs(OUT, exist_ok=True)
     base_path = os.path.join(OUT, f"{short(spec)}__sent_cosine.npz")
@@ -161,8 +160,9 @@ def run(spec, recipes, grid, suffix="", variant="adem"):
                 held_copy = overlap([rows[i].context for i in test], [rows[i].response for i in test])
             pred[test] = m.predict_vectors(C[test], R[test], H[test], copy=held_copy)
             info[held] = {"pca_dims": m.pca_dims, "lr": m.lr, "val_spearman": m.training_["val_spearman"],
-                          "best_epoch": m.training_["best_epoch"], **({"copy_term": m.training_["copy_term"]}
-                                                                       if m.copy_term else {})}
+                          "best_epoch": m.training_["best_epoch"],
+                          **({"copy_term": {k: v for k, v in m.training_["copy_term"].items() if k != "grid"}}
+                             if m.copy_term else {})}
             log(f"{short(spec)} {name} held out {held}: {info[held]}")
         cpu = time.process_time() - started
         np.savez(path, pred=pred, y=y, groups=groups, info=json.dumps({"settings": info, "cpu_s": cpu}))

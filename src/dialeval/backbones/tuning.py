@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import math
 import os
 import time
 from dataclasses import dataclass, field

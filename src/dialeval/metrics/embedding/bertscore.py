@@ -41,7 +41,7 @@ import numpy as np
 
 from ...cache import memo
 from ...errors import DialevalError
-from ..base import Batch, Metric
+from ..base import Batch
 from ..model_metric import ModelMetric, Runtime
 
 PACKAGED = ("minilm", "mpnet")     # the encoders of dialeval.models.pretrained.PRETRAINED, as help names them

@@ -30,11 +30,10 @@ from typing import Any, Literal
 import numpy as np
 
 from ...errors import DialevalError
-from ..base import Batch, Metric
+from ..base import Batch
 from ..model_metric import ModelMetric, Runtime
 from .prompt import Template, load_template
 
-PRECISIONS = ("fp32", "bf16")
 RATINGS = "12345"
 MIN_PREFIX = 8          # shorter shared prefixes are not worth a cache
 DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
@@ -201,9 +200,7 @@ class JudgeScore(ModelMetric):
                  judge_scoring: Literal["auto", "logprobs", "sample"] = "auto", judge_samples: int = 10,
                  judge_temperature: float = 1.0, judge_seed: int = 0, judge_journal: str = "auto",
                  judge_extra_body: str | None = None, refs_mode: str = "multi", tokenizer: str | None = None):
-        from ...backbones.runtime import check_device
-
-        judge_device = check_device("judge_device", judge_device)   # before any model is read
+        runtime = Runtime.checked("judge", judge_device, judge_precision)   # before any model is read
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         self.served = None
         if judge_endpoint:
@@ -214,13 +211,11 @@ class JudgeScore(ModelMetric):
                                       retries=judge_retries, scoring=judge_scoring, samples=judge_samples,
                                       temperature=judge_temperature, seed=judge_seed, journal=judge_journal,
                                       extra_body=judge_extra_body)
-        if judge_precision not in PRECISIONS:
-            raise DialevalError(f"--judge-precision {judge_precision!r}: choose from {', '.join(PRECISIONS)}")
         if int(judge_context_turns) < 0:
             raise DialevalError(f"--judge-context-turns must be 0 (all) or more, got {judge_context_turns}")
         self.template = load_template(judge_template, self.quality)
         self.model_path = None if self.served is not None else resolve_judge_model(judge_model)
-        self.runtime = Runtime(judge_device, judge_precision)
+        self.runtime = runtime
         self.context_turns = int(judge_context_turns)
         self.batch_tokens = max(0, int(judge_batch_tokens))
 

@@ -22,7 +22,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from ...errors import DialevalError
-from .metric import PRECISIONS, _cached_judge, rating_logits, resolve_judge_model, shared_prefix
+from .metric import _cached_judge, rating_logits, resolve_judge_model, shared_prefix
 from .prompt import PAIR_PLACEHOLDERS, load_template
 
 LABELS = ("1", "2")
@@ -66,8 +66,9 @@ class PairwiseJudge:
                  judge_scoring: Literal["auto", "logprobs", "sample"] = "auto", judge_samples: int = 10,
                  judge_temperature: float = 1.0, judge_seed: int = 0, judge_journal: str = "auto",
                  judge_extra_body: str | None = None):
-        if judge_precision not in PRECISIONS:
-            raise DialevalError(f"--judge-precision {judge_precision!r}: choose from {', '.join(PRECISIONS)}")
+        from ...backbones.runtime import check_precision
+
+        judge_precision = check_precision("judge_precision", judge_precision)
         if int(judge_context_turns) < 0:
             raise DialevalError(f"--judge-context-turns must be 0 (all) or more, got {judge_context_turns}")
         self.template = load_template(pairwise_template, "pairwise", needs=PAIR_PLACEHOLDERS)

@@ -18,7 +18,6 @@ import numpy as np
 
 from ...errors import DialevalError
 from ...models import store
-from ..model_metric import ModelMetric, Runtime
 from .loaded import LAYOUTS, Frame, LoadedLM, make_frame, offline  # noqa: F401  (this module's interface)
 
 KIND = "causal-lm"
@@ -239,57 +238,3 @@ def _arrays(path: str) -> dict[str, np.ndarray]:
         return {}
     with np.load(path, allow_pickle=False) as data:
         return {k: data[k] for k in data.files}
-
-
-class CausalLMMetric(ModelMetric):
-    """A metric that scores with the causal LM of `model_dir` (`LMScore`, `deep_fm`). What
-    planning needs (the layout, the fingerprint a signature names, the reference scores) comes
-    from the folder's small files (`peek`, as `described`), so that building a metric or checking
-    a run's signatures loads no weights; the model loads on first use (`model`, also `lm`)."""
-
-    def _init_lm(self, metric: str, lm_model: str | os.PathLike | None, batch_size: int, token_budget: int,
-                 precision: str, device: str, layout: str) -> None:
-        """The causal-LM options, checked before any model is read."""
-        from ...backbones.runtime import check_device
-
-        device = check_device("lm_device", device)
-        if not lm_model:
-            from ...models.artifacts import needs_model
-
-            raise needs_model(metric, "lm_model", "a language model", "train one with `dialeval train lm`")
-        self.model_dir = os.fspath(lm_model)
-        self.batch_size = int(batch_size)
-        self.token_budget = int(token_budget)
-        if self.batch_size < 1 or self.token_budget < 1:
-            raise DialevalError(f"--lm-batch-size and --lm-token-budget must be at least 1, "
-                                f"got {batch_size} and {token_budget}")
-        self.layout_option, precision = lm_settings(layout, precision)
-        self.runtime = Runtime(device, precision)
-
-    def load_model(self) -> LoadedLM:
-        return cached_lm(self.model_dir, self.device, self.layout_option, self.precision)
-
-    def describe(self) -> dict:
-        return peek(self.model_dir)
-
-    @property
-    def lm(self) -> LoadedLM:
-        return self.model
-
-    def lm_layout(self) -> str:
-        if self.model_loaded:
-            return self.model.layout
-        return self.layout_option or self.described.get("layout", "plain")
-
-    def model_fields(self) -> list[tuple[str, Any]]:
-        """`model:lm@<manifest hash>` for a model trained here, or the backbone rule `name:size`
-        for one from elsewhere; an adapter adds `base:` with the weights it was merged into.
-        Read from the folder's small files; where they cannot name it (several GGUF files),
-        loading gives the refusal."""
-        peeked = self.described
-        if "tag" not in peeked:
-            self.model                           # raises the loader's one-line refusal
-        fields: list[tuple[str, Any]] = [("model", peeked["tag"])]
-        if peeked.get("base"):
-            fields.append(("base", peeked["base"]))
-        return fields

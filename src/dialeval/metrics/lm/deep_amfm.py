@@ -33,7 +33,7 @@ from ...cache import memo
 from ...errors import DialevalError
 from ..base import Batch, Metric
 from ..model_metric import ModelMetric, Runtime
-from .checkpoint import CausalLMMetric
+from .metric import CausalLMMetric
 from .logprob import BATCH_SIZE, TOKEN_BUDGET, LMOptions
 
 AM_REFS = ("max", "mean", "centroid")

@@ -142,12 +142,9 @@ class AdemScore(ModelMetric):
         refs = batch.refs if self.needs_references else [[] for _ in batch.hyps]
         # `m.predict` with the encoder on this metric's device and precision (the same steps)
         enc = encoding.model_encoder(m, self.device, self.precision)
-        copy = None
-        if m.has_copy_term():       # what a reply loses for repeating the last turn (adem/copy.py)
-            from .copy import overlap
-
-            copy = overlap(batch.contexts, batch.hyps)
-        score = m.predict_vectors(*encoding.encode(enc, batch.contexts, refs, batch.hyps), copy=copy)
+        # with the copy term, what a reply loses for repeating the last turn (adem/copy.py)
+        score = m.predict_vectors(*encoding.encode(enc, batch.contexts, refs, batch.hyps),
+                                  copy=m.copy_overlap(batch.contexts, batch.hyps))
         # the linear score has no bottom: what falls under 1.2 is squashed into (1, 1.2), above
         # the 1 a blank response scores, in its own order (metrics.softfloor)
         low, high = self.score_range

@@ -256,18 +256,31 @@ class Adem(Estimator):
         refs = [r.references for r in rows]
         responses = [r.response for r in rows]
         parrots = [c[-1] for c in ctx]
-        chosen = copy.choose(self.predict(ctx, refs, responses), copy.overlap(ctx, responses),
-                             np.array([r.score for r in rows], dtype=float), np.array([r.dataset for r in rows]),
-                             self.predict(ctx, refs, parrots), copy.overlap(ctx, parrots))
-        self.copy_weight_, self.copy_knee_ = chosen["weight"], chosen["knee"]
-        self.training_["copy_term"] = chosen
+        chosen = self.set_copy_term(copy.choose(
+            self.predict(ctx, refs, responses), copy.overlap(ctx, responses),
+            np.array([r.score for r in rows], dtype=float), np.array([r.dataset for r in rows]),
+            self.predict(ctx, refs, parrots), copy.overlap(ctx, parrots)))
         if progress:
             progress(f"copy term: weight {self.copy_weight_}, knee {self.copy_knee_} "
                      f"(validation Spearman with copies {chosen['val_spearman_with_copies']})")
         return self
 
+    def set_copy_term(self, chosen: dict) -> dict:
+        """Keep `copy.choose`'s weight and knee, and its record in `training_`."""
+        self.copy_weight_, self.copy_knee_ = chosen["weight"], chosen["knee"]
+        self.training_["copy_term"] = chosen
+        return chosen
+
     def has_copy_term(self) -> bool:
         return bool(getattr(self, "copy_weight_", 0.0))
+
+    def copy_overlap(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> np.ndarray | None:
+        """What `predict_vectors(..., copy=)` takes for these rows (None: the model has no term)."""
+        if not self.has_copy_term():
+            return None
+        from .copy import overlap
+
+        return overlap(contexts, responses)
 
     def record_provenance(self, rows: Sequence[RatedRow]) -> None:
         """Store the per-dataset scale mapping of `rows` and the encoder's fingerprint (called by
@@ -327,10 +340,8 @@ class Adem(Estimator):
 
     def predict(self, contexts: Sequence[Sequence[str]], references: Sequence[Sequence[str]],
                 responses: Sequence[str]) -> np.ndarray:
-        from .copy import overlap
-
-        copy = overlap(contexts, responses) if self.has_copy_term() else None
-        return self.predict_vectors(*self.encode(contexts, references, responses), copy=copy)
+        return self.predict_vectors(*self.encode(contexts, references, responses),
+                                    copy=self.copy_overlap(contexts, responses))
 
     def at_initialisation(self) -> "Adem":
         """The same PCA, alpha and beta with M = N = I (the paper's 'ADEM at initialisation')."""
