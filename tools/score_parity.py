@@ -85,6 +85,9 @@ def signatures(precision: str) -> str:
 
 
 def compare(a: Path, b: Path) -> int:
+    for folder in (a, b):
+        if not folder.is_dir():
+            sys.exit(f"score_parity.py: {folder}: no such folder (write one with --out first)")
     names = sorted({p.name for p in a.iterdir()} | {p.name for p in b.iterdir()})
     bad = 0
     for name in names:
@@ -106,6 +109,8 @@ def main() -> None:
     ap.add_argument("--out")
     ap.add_argument("--compare", nargs=2, metavar="DIR")
     args = ap.parse_args()
+    if not args.compare and not args.out:
+        ap.error("give --out DIR (to write scores) or --compare DIR DIR")
     if args.compare:
         sys.exit(compare(Path(args.compare[0]), Path(args.compare[1])))
     run(args)
