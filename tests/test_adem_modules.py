@@ -19,9 +19,10 @@ PARAMS = ["encoder", "variant", "preset", "pca_dims", "gamma", "lr", "batch_size
 
 
 def test_the_estimators_parameters_are_unchanged():
-    """The saved parameters are as they were (and `copy_term`, written only when set, as
-    `hard_negatives`): `device` (how training runs) is never written."""
-    assert set(model.Adem.quiet_params) == {"hard_negatives", "copy_term"}
+    """The saved parameters are as they were, `hard_negatives` and `copy_term` in the schema
+    versions they arrived in (written only from those versions on): `device` (how training runs)
+    is never written."""
+    assert dict(model.Adem.since) == {"hard_negatives": 2, "copy_term": 3} and model.Adem.schema == 3
     assert model.Adem._param_names() == PARAMS
     assert model.Adem.runtime_params == ("device",)
     assert model.Adem.kind == "adem"

@@ -16,6 +16,7 @@ import tempfile
 import pytest
 
 import dialeval
+from dialeval.errors import DialevalError
 from dialeval.models.estimator import Estimator
 
 # packages whose modules may define estimators (the CLI, reports and engine hold none)
@@ -229,15 +230,16 @@ def test_hook_writes_into_the_staging_folder(tmp_path):
     assert dialeval.__name__ == "dialeval"
 
 
-def test_a_quiet_parameter_at_its_default_leaves_the_config_as_before(tmp_path):
-    """A parameter added after a kind shipped (`quiet_params`) is written only when set away from
-    its default, so the folder an older recipe makes keeps its bytes; it loads back either way."""
+def test_a_parameter_at_its_default_leaves_the_config_as_before_its_schema_version(tmp_path):
+    """A parameter added after a kind shipped is named in `since` with its schema version; at
+    its default the folder needs only the older version, so an older recipe's folder keeps its
+    bytes; set, the folder records the version and every parameter up to it, and loads back."""
     import json
 
     import numpy as np
 
     class Before(Estimator):
-        kind = "tiny-quiet"
+        kind = "tiny-schema"
 
         def __init__(self, n: int = 2):
             self.n = n
@@ -247,21 +249,81 @@ def test_a_quiet_parameter_at_its_default_leaves_the_config_as_before(tmp_path):
             return self
 
     class After(Before):
-        quiet_params = ("mode",)
+        schema = 3
+        since = {"mode": 2, "scale": 3}
+
+        def __init__(self, n: int = 2, mode: str | None = None, scale: float = 1.0):
+            self.n = n
+            self.mode = mode
+            self.scale = scale
+
+    After.__name__ = "Before"         # the same estimator, two parameters later
+    Before().fit().save(tmp_path / "before")
+    After().fit().save(tmp_path / "after")
+    for name in ("config.json", "arrays.npz"):
+        assert (tmp_path / "before" / name).read_bytes() == (tmp_path / "after" / name).read_bytes()
+    assert "schema" not in json.loads((tmp_path / "after" / "config.json").read_text())
+    After(mode="cross").fit().save(tmp_path / "v2")
+    config = json.loads((tmp_path / "v2" / "config.json").read_text())
+    assert config["schema"] == 2 and config["params"] == {"n": 2, "mode": "cross"}      # scale (v3) left out
+    After(scale=2.0).fit().save(tmp_path / "v3")
+    config = json.loads((tmp_path / "v3" / "config.json").read_text())
+    assert config["schema"] == 3 and config["params"] == {"n": 2, "mode": None, "scale": 2.0}
+    assert After.load(tmp_path / "v2").mode == "cross" and After.load(tmp_path / "v2").scale == 1.0
+    assert After.load(tmp_path / "v3").scale == 2.0
+    assert After.load(tmp_path / "before").mode is None
+
+
+def test_a_folder_from_another_schema_is_refused_in_one_line(tmp_path):
+    """A newer schema version, a parameter the class does not have, or a parameter newer than
+    the version the folder states: each is one line naming config.json, never a silent drop.
+    A retired parameter of an older folder is ignored."""
+    import json
+
+    import numpy as np
+
+    from dialeval.models.store import CONFIG, write_manifest
+
+    class Fit(Estimator):
+        kind = "tiny-schema2"
+        schema = 2
+        since = {"mode": 2}
+        retired = ("old",)
 
         def __init__(self, n: int = 2, mode: str | None = None):
             self.n = n
             self.mode = mode
 
-    After.__name__ = "Before"         # the same estimator, one parameter later
-    Before().fit().save(tmp_path / "before")
-    After().fit().save(tmp_path / "after")
-    for name in ("config.json", "arrays.npz"):
-        assert (tmp_path / "before" / name).read_bytes() == (tmp_path / "after" / name).read_bytes()
-    After(mode="cross").fit().save(tmp_path / "set")
-    assert json.loads((tmp_path / "set" / "config.json").read_text())["params"]["mode"] == "cross"
-    assert After.load(tmp_path / "set").mode == "cross"
-    assert After.load(tmp_path / "before").mode is None
+        def fit(self):
+            self.w_ = np.arange(self.n, dtype=float)
+            return self
+
+    def edited(name, change):
+        folder = tmp_path / name
+        Fit().fit().save(folder)
+        config = json.loads((folder / CONFIG).read_text())
+        change(config)
+        (folder / CONFIG).write_text(json.dumps(config))
+        write_manifest(folder, Fit.kind)         # a consistent folder: only the schema is at fault
+        return folder
+
+    newer = edited("newer", lambda c: c.update(schema=3))
+    with pytest.raises(DialevalError, match=r"newer/config.json: written with Fit config schema 3; this dialeval reads up to 2"):
+        Fit.load(newer)
+    unknown = edited("unknown", lambda c: c["params"].update(depth=4))
+    with pytest.raises(DialevalError, match=r"unknown/config.json: params: depth: not a parameter of Fit \(schema 1\)"):
+        Fit.load(unknown)
+    late = edited("late", lambda c: c.update(schema=1, params={**c["params"], "mode": "x"}))
+    with pytest.raises(DialevalError, match=r"late/config.json: params: mode arrived in Fit config schema 2, but the file says schema 1"):
+        Fit.load(late)
+    bad = edited("bad", lambda c: c.update(schema="two"))
+    with pytest.raises(DialevalError, match=r"bad/config.json: schema: expected a version number >= 1, got 'two'"):
+        Fit.load(bad)
+    retired = edited("retired", lambda c: c["params"].update(old=1))
+    assert Fit.load(retired).n == 2
+    # written before versions, when a later parameter appeared only when set: read as such
+    unversioned = edited("unversioned", lambda c: c["params"].update(mode="x"))
+    assert Fit.load(unversioned).mode == "x"
 
 
 def test_a_runtime_parameter_is_never_written(tmp_path):

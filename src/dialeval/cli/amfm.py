@@ -28,37 +28,25 @@ def _model_flags(p, names=None) -> None:
 
 
 def read_sentences(paths: list[str], fmt: str | None) -> list[str]:
-    from dialeval.data.corpus import read_corpus_spec, sentences
+    from dialeval.data.corpus import read_specs, sentences
     from dialeval.errors import DialevalError
 
     if not paths:
         raise DialevalError("give at least one --corpus FILE")
-    out: list[str] = []
-    for path in paths:
-        out.extend(sentences(read_corpus_spec(path, fmt)))
-    return out
+    return sentences(read_specs(paths, fmt))
 
 
-def cmd_train(args) -> int:
-    from dialeval.cli.options import estimator_kwargs
-    from dialeval.metrics.amfm.model import AMFMModel
-
-    sentences = read_sentences(args.corpus, args.corpus_format)
-    settings = estimator_kwargs(args, args._estimator_flags)
-    model = AMFMModel(**{**settings, "lsi_sentences": settings["lsi_sentences"] or None})
-    model.fit(sentences, source=", ".join(args.corpus))
-    path = model.save(args.output)
-    info = model.config()
-    print(f"AM-FM model written to {path}: {info['sentences']} sentences, "
-          f"SVD on {info['lsi_sentences_used']}, vocabulary {info['vocabulary']}, "
-          f"L={info['dims_fitted']}, n={info['lm_order']}, {info['train_seconds']:.1f} s")
-    return 0
-
-
+# no `run`: the generated command builds AMFMModel from its flags and calls its `fit_corpus`
 TRAIN_COMMANDS = [TrainCommand(
     "amfm", "train an AM-FM model (LSI + n-gram LM) on a corpus",
-    estimator="dialeval.metrics.amfm.model:AMFMModel", run="dialeval.cli.amfm:cmd_train", arguments=(
-        _corpus_arguments, Options(), Argument("-o", "--output", required=True, help="model folder to write")))]
+    estimator="dialeval.metrics.amfm.model:AMFMModel", fit="fit_corpus", arguments=(
+        Argument("--corpus", action="append", default=[],
+                 help="training corpus: DailyDialog dialogues_*.txt or its .zip, JSONL dialogues, "
+                      "plain text, one sentence per line, or NAME:FILE for a public corpus read by name "
+                      "(`dialeval datasets --sources`); repeatable"),
+        Argument("--corpus-format", choices=["dailydialog", "jsonl", "text"],
+                 help="corpus format (default: guessed per file)"),
+        Options(), Argument("-o", "--output", required=True, help="model folder to write")))]
 
 
 def _ints(text: str) -> list[int]:

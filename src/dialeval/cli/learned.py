@@ -18,7 +18,7 @@ def _log(message: str) -> None:
 TRAIN_COMMANDS = [
     TrainCommand(
         "dialogue-encoder", "pre-train the hierarchical GRU dialogue encoder (VHRED) for ADEM",
-        estimator="dialeval.metrics.learned.adem.hred:DialogueEncoder", run="dialeval.cli.learned:cmd_train_encoder",
+        estimator="dialeval.metrics.learned.adem.hred:DialogueEncoder", fit="fit_corpus",
         arguments=(
             Argument("--corpus", action="append", required=True,
                      help="DailyDialog file/zip, JSONL dialogues, plain text, or NAME:FILE for a public "
@@ -43,25 +43,6 @@ TRAIN_COMMANDS = [
                           "the best on the validation split (overrides --pca-dims and --lr)"),
             Options(aliases={"finetune_minutes": ["--max-minutes"]}))),
 ]
-
-
-def cmd_train_encoder(args) -> int:
-    from dialeval.cli.options import estimator_kwargs
-    from dialeval.data.corpus import read_corpus_spec
-    from dialeval.metrics.learned.adem.hred import DialogueEncoder
-
-    dialogues = [d for path in args.corpus for d in read_corpus_spec(path)]
-    eval_dialogues = read_corpus_spec(args.eval_corpus) if args.eval_corpus else None
-    if eval_dialogues is not None and args.eval_limit:
-        eval_dialogues = eval_dialogues[: args.eval_limit]
-    enc = DialogueEncoder(**estimator_kwargs(args, args._estimator_flags))
-    _log(f"training on {len(dialogues)} dialogues")
-    enc.fit(dialogues, eval_dialogues=eval_dialogues, progress=_log, checkpoint=getattr(args, "_checkpoint", None))
-    enc.save(args.output)
-    info = {k: v for k, v in enc.training_.items() if k != "log"}
-    info["output"] = args.output
-    print(json.dumps(info))
-    return 0
 
 
 def cmd_train_adem(args) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import warnings
 
 from dialeval.plugins import PluginRegistry
@@ -200,8 +201,9 @@ class _Runner:
 
 
 def default_run(command, items, args) -> int:
-    """Build the estimator from its flags, fit it on the command's other arguments, save it,
-    print `{"output": FOLDER}` as one JSON line."""
+    """Build the estimator from its flags, call its `command.fit` method with the command's
+    other arguments (and the run's checkpoint and a stderr logger where it takes them), save it,
+    print `{"output": FOLDER, **summary()}` as one JSON line."""
     from dialeval.models.commands import Argument, resolve
 
     from .options import estimator_kwargs
@@ -209,9 +211,15 @@ def default_run(command, items, args) -> int:
     import inspect
 
     estimator = resolve(command.estimator)(**estimator_kwargs(args, args._estimator_flags))
+    fit = getattr(estimator, command.fit)
     data = {a.dest: getattr(args, a.dest) for a in items if isinstance(a, Argument) and a.dest != "output"}
-    if "checkpoint" in inspect.signature(estimator.fit).parameters:
+    takes = inspect.signature(fit).parameters
+    if "checkpoint" in takes:
         data["checkpoint"] = getattr(args, "_checkpoint", None)
-    estimator.fit(**data)
-    print(json.dumps({"output": estimator.save(args.output)}))
+    if "say" in takes:
+        data["say"] = lambda message: print(message, file=sys.stderr, flush=True)
+    fit(**data)
+    path = estimator.save(args.output)
+    summary = estimator.summary() if hasattr(estimator, "summary") else {}
+    print(json.dumps({"output": path, **summary}, default=str))
     return 0

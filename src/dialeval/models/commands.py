@@ -60,9 +60,12 @@ class TrainCommand:
 
     `arguments` are `Argument`s, `Options` and callables that add arguments to the parser
     themselves (the scoring flags of `fit compose`), in the order `--help` lists them. `run` is
-    "module:function", the function taking the parsed arguments and returning the exit status;
-    without it the command builds the estimator from its flags, calls `fit` with every
-    `Argument` but the output folder as keywords, saves to `--output` and prints one JSON line."""
+    "module:function", the function taking the parsed arguments and returning the exit status,
+    for a command that truly differs (several estimators, or a search over them). Without it the
+    command builds the estimator from its flags, calls its method `fit` (named here: a method
+    that reads the command's data, such as `fit_corpus`) with every `Argument` but the output
+    folder as keywords (and `checkpoint` / `say` where the method takes them), saves to
+    `--output` and prints one JSON line: the folder and the estimator's `summary()`, if any."""
 
     name: str
     help: str
@@ -70,6 +73,7 @@ class TrainCommand:
     arguments: tuple[Union[Argument, Options, Callable[[Any], None]], ...] = (Options(),)
     run: str = ""
     group: str = "train"
+    fit: str = "fit"
 
 
 def resolve(target: Any) -> Any:

@@ -43,10 +43,16 @@ class Estimator:
 
     kind: ClassVar[str] = ""
     train_command: ClassVar[TrainCommand | None] = None
-    # parameters added after artifacts of this kind shipped: written to config.json only when set
-    # away from their default, so that an older recipe, rebuilt, gives the bytes it gave before
-    # (a missing one loads as its default)
-    quiet_params: ClassVar[tuple[str, ...]] = ()
+    # The config schema, versioned. A parameter added after artifacts of this kind shipped is
+    # named in `since` with the schema version it arrived in (the others are version 1), and
+    # `schema` is the newest version. A folder records the oldest version that can express it
+    # (the newest among its parameters set away from their default) and, under that, every
+    # parameter of that version or older: an older recipe, rebuilt, gives the bytes it gave
+    # before, and a folder written by a newer dialeval is refused rather than half read.
+    schema: ClassVar[int] = 1
+    since: ClassVar[Mapping[str, int]] = {}
+    # parameters a kind no longer has: older folders may record them, and loading ignores them
+    retired: ClassVar[tuple[str, ...]] = ()
     # parameters of how a fit runs, not of what it learns (the torch device): never written, so a
     # model trained on a GPU loads and scores on a machine without one, and saves the same bytes
     runtime_params: ClassVar[tuple[str, ...]] = ()
@@ -111,30 +117,66 @@ class Estimator:
         behind in the temporary directory."""
 
     # -- persistence -------------------------------------------------------------------------
-    def recorded_params(self) -> dict[str, Any]:
-        """The parameters an artifact records: all but the runtime ones, and a quiet one only
-        where it differs from its default (so artifacts built before it existed rebuild byte for
-        byte)."""
+    def schema_needed(self) -> int:
+        """The oldest schema version that can express these parameters: the newest version
+        among those set away from their default (1 when none is)."""
         defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
+        params = self.get_params()
+        return max([1] + [v for k, v in self.since.items() if k in params and params[k] != defaults.get(k)])
+
+    def recorded_params(self) -> dict[str, Any]:
+        """The parameters an artifact records: all but the runtime ones, down to the schema
+        version it needs (a parameter newer than that is at its default and left out)."""
+        version = self.schema_needed()
         return {k: v for k, v in self.get_params().items()
-                if k not in self.runtime_params and not (k in self.quiet_params and v == defaults.get(k))}
+                if k not in self.runtime_params and self.since.get(k, 1) <= version}
+
+    def schema_entry(self) -> dict[str, int]:
+        """config.json's `schema` entry: written from version 2 on (a version-1 folder is the
+        layout every artifact had before versions, so it keeps its bytes)."""
+        version = self.schema_needed()
+        return {"schema": version} if version > 1 else {}
 
     def save(self, directory: str | os.PathLike) -> str:
         self.check_fitted()
         values, arrays = self._state()
         params = self.recorded_params()
-        config = {**_jsonable(self._description()), "estimator": type(self).__name__,
+        config = {**_jsonable(self._description()), "estimator": type(self).__name__, **self.schema_entry(),
                   "params": _jsonable(params), "state": _jsonable(values)}
         return save_artifact(directory, self.kind, config, arrays=arrays, write=self._write_files)
 
     @classmethod
-    def load(cls, directory: str | os.PathLike) -> "Estimator":
-        config, arrays, folder = load_artifact(directory, cls.kind)
+    def params_from_config(cls, config: Mapping[str, Any], where: str) -> dict[str, Any]:
+        """The constructor arguments a folder's config.json records, read under its schema
+        version: a newer version, a parameter this version of the class does not have, or one
+        newer than the version the folder states is refused in one line (`where` names the
+        file), never dropped in silence; a parameter newer than the folder takes its default.
+        A folder without a `schema` entry was written before versions (a later parameter then
+        appeared only when set): its version is the newest its parameters show."""
         params = config.get("params")
         if not isinstance(params, dict):
-            raise DialevalError(f"{folder}/config.json: no 'params' table; not a {cls.kind} artifact")
+            raise DialevalError(f"{where}: no 'params' table; not a {cls.kind} artifact")
+        version = config.get("schema", max([1] + [cls.since[k] for k in params if k in cls.since]))
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise DialevalError(f"{where}: schema: expected a version number >= 1, got {version!r}")
+        if version > cls.schema:
+            raise DialevalError(f"{where}: written with {cls.__name__} config schema {version}; this dialeval "
+                                f"reads up to {cls.schema}: load it with the dialeval that trained it, or a newer one")
         known = set(cls._param_names())
-        est = cls(**{k: v for k, v in params.items() if k in known})
+        unknown = sorted(set(params) - known - set(cls.retired))
+        if unknown:
+            raise DialevalError(f"{where}: params: {', '.join(unknown)}: not a parameter of {cls.__name__} "
+                                f"(schema {version}); written by another version of dialeval?")
+        late = sorted(k for k in params if cls.since.get(k, 1) > version)
+        if late:
+            raise DialevalError(f"{where}: params: {', '.join(late)} arrived in {cls.__name__} config schema "
+                                f"{max(cls.since[k] for k in late)}, but the file says schema {version}")
+        return {k: v for k, v in params.items() if k in known}
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> "Estimator":
+        config, arrays, folder = load_artifact(directory, cls.kind)
+        est = cls(**cls.params_from_config(config, os.path.join(folder, "config.json")))
         est._set_state(config.get("state") or {}, arrays, folder)
         return est
 

@@ -73,6 +73,22 @@ class AMFMModel(Estimator):
                       "source": source}
         return self
 
+    def fit_corpus(self, corpus: Sequence[str], corpus_format: str | None = None) -> "AMFMModel":
+        """`fit` on the sentences of the corpora `train amfm --corpus` names (read as one),
+        recorded as their names joined by commas."""
+        from ...data.corpus import read_specs, sentences
+
+        if not corpus:
+            raise DialevalError("give at least one --corpus FILE")
+        return self.fit(sentences(read_specs(list(corpus), corpus_format)), source=", ".join(corpus))
+
+    def summary(self) -> dict[str, Any]:
+        """What `train amfm` prints beside the folder: the corpus and the sizes it gave."""
+        self.check_fitted()
+        return {"sentences": self.info_["sentences"], "lsi_sentences_used": self.info_["lsi_sentences_used"],
+                "vocabulary": self.info_["vocabulary"], "dims_fitted": self.lsi_.dims, "lm_order": self.lm_.order,
+                "train_seconds": round(self.info_["train_seconds"], 1)}
+
     # -- persistence ------------------------------------------------------------------------
     def config(self) -> dict[str, Any]:
         """The flat description of a fitted model (what `train amfm` prints and config.json held
@@ -131,13 +147,13 @@ class AMFMModel(Estimator):
 
         config, arrays, directory = load_artifact(directory, KIND)
         if isinstance(config.get("params"), dict):
-            params, values = config["params"], dict(config.get("state") or {})
+            params = cls.params_from_config(config, os.path.join(directory, "config.json"))
+            values = dict(config.get("state") or {})
         else:       # the flat layout written before AMFMModel was an Estimator
             params = {k: config.get(k) for k in ("dims", "order", "weighting", "lsi_sentences", "seed")
                       if k in config}
             values = {"tokenization": config.get("tokenization"), "info_": config}
-        known = set(cls._param_names())
-        model = cls(**{k: v for k, v in params.items() if k in known})
+        model = cls(**params)
         model._set_state(values, arrays, directory)
         return model
 

@@ -153,7 +153,8 @@ class ComposeModel(Estimator):
     """
 
     kind = "compose"
-    quiet_params = ("stand_in",)      # recorded only when set: earlier artifacts rebuild byte for byte
+    schema = 2
+    since = {"stand_in": 2}
 
     def __init__(self, method: Literal["crs", "avg", "ridge"] = "crs", p: float = 2.0,
                  scaling: Literal["minmax", "percentile", "none"] = "minmax",
@@ -379,11 +380,7 @@ class ComposeModel(Estimator):
         if check(folder, cls.kind) is None:
             verify(folder, cls.kind)               # its one-line refusal of a folder without a manifest
         config = read_json(folder)
-        params = config.get("params")
-        if not isinstance(params, dict):
-            raise DialevalError(f"{folder}/config.json: no 'params' table; not a {cls.kind} artifact")
-        known = set(cls._param_names())
-        est = cls(**{k: v for k, v in params.items() if k in known})
+        est = cls(**cls.params_from_config(config, os.path.join(folder, "config.json")))
         est._set_state(config.get("state") or {}, {}, folder)
         return est
 

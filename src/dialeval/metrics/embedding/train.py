@@ -119,14 +119,14 @@ class Word2VecVectors(Estimator):
         if config.get("method") != "word2vec":
             raise DialevalError(f"{folder}: vectors made by {config.get('method')!r}, not word2vec")
         if isinstance(config.get("params"), dict):
-            params, values = config["params"], config.get("state") or {}
+            params = cls.params_from_config(config, os.path.join(folder, "config.json"))
+            values = config.get("state") or {}
         else:
             params = {"dim": config.get("dim"), "window": config.get("window"), "min_count": config.get("min_count"),
                       "epochs": config.get("epochs"), "seed": config.get("seed"),
                       "lower": config.get("lowercased"), "sg": config.get("skip_gram")}
             values = {"info_": {"corpus": config.get("corpus"), "sentences": config.get("sentences")}}
-        known = set(cls._param_names())
-        model = cls(**{k: v for k, v in params.items() if k in known and v is not None})
+        model = cls(**{k: v for k, v in params.items() if v is not None})
         model._set_state(values, arrays, folder)
         return model
 

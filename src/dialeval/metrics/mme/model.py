@@ -90,7 +90,8 @@ class MMETrainer(Estimator):
     """
 
     kind = KIND
-    quiet_params = ("rm_encoder_mode", "rm_init", "rm_dialogue_share", "rm_written_share")
+    schema = 5
+    since = {"rm_encoder_mode": 2, "rm_init": 3, "rm_dialogue_share": 4, "rm_written_share": 5}
 
     def __init__(self, only: Sequence[str] = SUBMETRICS, max_minutes: float | None = None, max_examples: int = 3000,
                  sm_sentences: int = 10000, seed: int = 0, device: str = "cpu", encoder: str | None = None,

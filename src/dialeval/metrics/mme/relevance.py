@@ -91,7 +91,8 @@ class RelevanceModel(HeadSubMetric):
     """
 
     kind = "mme-rm"
-    quiet_params = ("dialogue_share", "written_share")   # recorded only when set: earlier folders rebuild byte for byte
+    schema = 3
+    since = {"dialogue_share": 2, "written_share": 3}
 
     def __init__(self, max_examples: int = 3000, hidden: int = 256, epochs: int = 30, seed: int = 0,
                  encoder: str | None = None, context_turns: int = 1,

@@ -431,6 +431,26 @@ class DialogueEncoder(Estimator):
                 out[picked] = _fixed_rows(lambda x: net.context_vectors(x.to(device)), dialogs).numpy()
         return out
 
+    def fit_corpus(self, corpus: Sequence[str], eval_corpus: str | None = None, eval_limit: int | None = None, *,
+                   say: Callable[[str], None] | None = None, checkpoint=None) -> "DialogueEncoder":
+        """`fit` on the corpora `train dialogue-encoder --corpus` names (read as one), with
+        next-utterance perplexity reported on the first `eval_limit` dialogues of `eval_corpus`."""
+        from ....data.corpus import read_corpus_spec, read_specs
+
+        dialogues = read_specs(list(corpus))
+        held_out = read_corpus_spec(eval_corpus) if eval_corpus else None
+        if held_out is not None and eval_limit:
+            held_out = held_out[:eval_limit]
+        if say is not None:
+            say(f"training on {len(dialogues)} dialogues")
+        return self.fit(dialogues, eval_dialogues=held_out, progress=say, checkpoint=checkpoint)
+
+    def summary(self) -> dict[str, Any]:
+        """What `train dialogue-encoder` prints beside the folder: the training record, its log
+        left out."""
+        self.check_fitted()
+        return {k: v for k, v in self.training_.items() if k != "log"}
+
     # -- persistence ---------------------------------------------------------------------
     def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         values = {"vocab_": list(self.vocab_), "training_": getattr(self, "training_", {})}

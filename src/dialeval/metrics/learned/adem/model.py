@@ -111,7 +111,8 @@ class Adem(Estimator):
 
     kind = KIND
     runtime_params = ("device",)
-    quiet_params = ("hard_negatives", "copy_term")     # added after the shipped ADEMs were built
+    schema = 3
+    since = {"hard_negatives": 2, "copy_term": 3}
 
     def __init__(self, encoder: str = "minilm", variant: Literal["adem", "c_adem", "r_adem"] = "adem",
                  preset: Literal["paper", "released"] = "paper", pca_dims: int | None = None,
