@@ -9,6 +9,12 @@ every negative row too, about twice the rated rows, which this machine could not
 the rest (the note says so); both arms are fitted the same way, so the comparison is fair.
 
     python3 benchmarks/judge_compose_lodo.py --data-root $DATA [--judge-model PATH] [--out DIR]
+    python3 benchmarks/judge_compose_lodo.py --data-root $DATA --judge-scores 'RUNS/{set}.j15.jsonl'
+
+`--judge-scores` reads the judge's column from `dialeval score SET.jsonl --metrics judge -o ...`
+outputs, one per set (`{set}` in the pattern is the set's name), matched to the rows by id and
+system: a judge too slow to score here in one go (the 1.5B one, 4 CPU s an item) is scored set
+by set with `--resume` across sessions, and this benchmark only reads the result.
 
 Scores are cached per set under OUT/scores/ (one column per metric; the MME and reference
 columns are shared with negatives_lodo.py's cache when --mme-cache points at it). Writes
@@ -33,6 +39,24 @@ from negatives_lodo import (MME, REFS, cached_columns, dev_set, held_out_tables,
                             lodo_compose, log, rated_samples)
 
 
+def judge_column(path: str, samples) -> dict[str, np.ndarray]:
+    """The `judge` column of `samples` from a scores file, each row found by (id, system); a
+    row the file lacks (an unfinished run) stops the benchmark with one line."""
+    got = {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                row = json.loads(line)
+                got[(row["id"], row.get("system"))] = row["scores"]["judge"]
+    except (OSError, ValueError, KeyError) as exc:
+        sys.exit(f"judge_compose_lodo.py: {path}: cannot read the judge's scores ({type(exc).__name__}: {exc})")
+    missing = [s for s in samples if (s.id, s.system) not in got]
+    if missing:
+        sys.exit(f"judge_compose_lodo.py: {path}: no judge score for {len(missing)} of {len(samples)} rows "
+                 f"(first: {missing[0].id}); finish its run with --resume")
+    return {"judge": np.array([got[(s.id, s.system)] for s in samples], dtype=float)}
+
+
 def main() -> None:
     from bench_compose import SETS
 
@@ -43,6 +67,9 @@ def main() -> None:
                     help="folder of cached MME ('after') and reference columns, scored here when absent")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "judge_compose_lodo"))
     ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--judge-scores", metavar="PATTERN",
+                    help="read the judge's scores from these `dialeval score` outputs ({set}: the set's name) "
+                         "instead of scoring them here")
     args = ap.parse_args()
 
     judge_opts = {"judge_model": args.judge_model} if args.judge_model else {}
@@ -52,12 +79,15 @@ def main() -> None:
         samples = rated_samples(name, args.data_root)
         mme = cached_columns(os.path.join(args.mme_cache, "after", f"{name}.npz"), samples, MME, {})
         refs = cached_columns(os.path.join(args.mme_cache, "refs", f"{name}.npz"), samples, REFS, {})
-        path = os.path.join(args.out, "scores", f"{name}.npz")
-        fresh = not os.path.exists(path)
-        t0 = time.process_time()
-        judge = cached_columns(path, samples, ["judge"], judge_opts)
-        if fresh:
-            cpu, items = cpu + time.process_time() - t0, items + len(samples)
+        if args.judge_scores:
+            judge = judge_column(args.judge_scores.format(set=name), samples)
+        else:
+            path = os.path.join(args.out, "scores", f"{name}.npz")
+            fresh = not os.path.exists(path)
+            t0 = time.process_time()
+            judge = cached_columns(path, samples, ["judge"], judge_opts)
+            if fresh:
+                cpu, items = cpu + time.process_time() - t0, items + len(samples)
         dev = dev_set(name, samples, {**mme, **refs, **judge})
         devs.append(dev)
 
