@@ -73,20 +73,21 @@ def has_refs(dev) -> bool:
 
 
 def lodo_compose(devs, members: list[str], *, with_refs_only: bool = False, share: float = 0.0,
-                 negatives: dict | None = None, watch: str | None = None, stand_in: str = ""):
+                 negatives: dict | None = None, watch: str | None = None, stand_in: str = "", extra=()):
     """Held-out predictions of the shipped kind of composition (ridge, weights >= 0, `overall`):
     for each set of `devs` (only those with references when `with_refs_only`), fitted on the
     others with `share` degenerate rows per item from `negatives` (and, with `stand_in`, the sets
     that do not rate overall lending their own rating: `ComposeModel.stand_in`). Returns ({set: prediction},
     [the `watch` member's weight per held-out set]); a tuple of members as `watch` gives
-    {member: [weight per held-out set]} from the same fits."""
+    {member: [weight per held-out set]} from the same fits. `extra` sets join every fit and are
+    never held out (a set that may be trained on but has no turn-level ratings to judge by)."""
     from dialeval.metrics.compose.model import ComposeModel
 
     pool = [d for d in devs if not with_refs_only or has_refs(d)]
     watched = (watch,) if isinstance(watch, str) else tuple(watch or ())
     preds, weights = {}, {m: [] for m in watched}
     for k, d in enumerate(pool):
-        rest = [x for j, x in enumerate(pool) if j != k]
+        rest = [x for j, x in enumerate(pool) if j != k] + list(extra)
         model = ComposeModel(method="ridge", positive=True, seed=0, negative_share=share, stand_in=stand_in)
         model.fit(rest, members, ["overall"], negatives=negatives if share else None)
         preds[d.name] = model.predict(d.scores, "overall")

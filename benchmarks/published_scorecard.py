@@ -17,6 +17,11 @@ is the models package as of the issue's filing, taken from the repository's hist
     python3 benchmarks/published_scorecard.py --data-root $DATA \
         --filing-models /tmp/filing/packages/dialeval-models/src/dialeval_models
 
+`--fit-also NAME:FOLDER` adds a rated set to every fit of one more arm, `compose` with it, and
+never holds it out (ConvAI2 wild-eval, whose one rating per dialogue is lent to the dialogue's
+last reply): whether its ratings help the held-out sets is the paired difference against
+`compose`.
+
 Writes OUT/published_scorecard.md and .json: per set, each row's turn-level Spearman with its 95%
 bootstrap CI, the best published evaluator of base size (Yeh et al. 2021, as the issue lists
 them), and the paired differences (bootstrap over items) against sent_cosine and against the
@@ -77,6 +82,8 @@ def main() -> None:
                     help="the models package folder as of the issue's filing (see the module doc)")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "published_scorecard"))
     ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--fit-also", action="append", default=[], metavar="NAME:FOLDER",
+                    help="a rated set in every fit of an extra `compose` arm, never held out (repeatable)")
     args = ap.parse_args()
 
     filing_mme = os.path.join(args.filing_models, "mme")
@@ -110,6 +117,26 @@ def main() -> None:
                       **cols(tags["cross"], negatives, [CROSS], {"mme_cross_model": cross}, ".neg"),
                       **cols("refs", negatives, REFS, {}, ".neg")}
 
+    extra = []
+    for spec in args.fit_also:
+        name, _, folder = spec.partition(":")
+        log(f"{name} (in every fit of the extra arm)")
+        from dialeval.data.datasets import load_dataset
+
+        try:
+            samples = load_dataset(name, os.path.join(args.data_root, folder)).samples
+        except DialevalError as exc:
+            raise SystemExit(f"published_scorecard: {exc}")
+        negatives = negative_rows(samples)
+
+        def cols(tag: str, rows, metrics, options, suffix=""):
+            return cached_columns(os.path.join(cache, tag, f"{name}{suffix}.npz"), rows, metrics, options)
+
+        extra.append(dev_set(name, samples, {**cols(tags["now"], samples, MME, {"mme_model": mme}),
+                                             **cols(tags["cross"], samples, [CROSS], {"mme_cross_model": cross})}))
+        negs[name] = {**cols(tags["now"], negatives, MME, {"mme_model": mme}, ".neg"),
+                      **cols(tags["cross"], negatives, [CROSS], {"mme_cross_model": cross}, ".neg")}
+
     members = MME + [CROSS]
     preds = {
         "compose (filing day)": lodo_compose(devs["filing"], MME)[0],
@@ -118,6 +145,10 @@ def main() -> None:
         "compose_ref": lodo_compose(devs["now"], members + REFS, with_refs_only=True, share=SHARE, negatives=negs)[0],
         "sent_cosine": {d.name: d.scores["sent_cosine"] for d in devs["now"] if has_refs(d)},
     }
+    also = "compose + " + ", ".join(d.name for d in extra) + " in the fit" if extra else ""
+    if extra:
+        preds[also] = lodo_compose(devs["now"], members, share=SHARE, negatives=negs, stand_in=STAND_IN,
+                                   extra=extra)[0]
     table, held = held_out_rows(preds, devs["now"], args.n_boot)
 
     def diff(a: str, b: str, name: str | None = None) -> dict:
@@ -151,11 +182,19 @@ def main() -> None:
                          f"{fmt_d(vs_cos)} | {reached} |")
             payload["sets"].setdefault(name, {})[label] = {"now": now, "filing_day": then, "published": [who, value],
                                                            "minus_filing_day": vs_then, "minus_sent_cosine": vs_cos}
+    if extra:
+        lines += ["", f"| set | `compose` | {also} | difference |", "|---|---|---|---|"]
+        for name in order:
+            if name in preds[also]:
+                x = diff(also, "compose", name)
+                payload["sets"][name][also] = {"now": table[also][name], "minus_compose": x}
+                lines.append(f"| {name} | {fmt_r(table['compose'][name])} | {fmt_r(table[also][name])} | {fmt_d(x)} |")
     lines += ["", "| paired difference, mean over the sets both score | sets | mean | 95% CI | wins |",
               "|---|---:|---:|---|---:|"]
     for a, b in (("compose", "compose (filing day)"), ("compose_ref", "compose_ref (filing day)"),
                  ("compose", "sent_cosine"), ("compose_ref", "sent_cosine"),
-                 ("compose (filing day)", "sent_cosine"), ("compose_ref (filing day)", "sent_cosine")):
+                 ("compose (filing day)", "sent_cosine"), ("compose_ref (filing day)", "sent_cosine"),
+                 *([(also, "compose")] if extra else [])):
         x = diff(a, b)
         payload["means"][f"{a} - {b}"] = x
         lines.append(f"| {a} - {b} | {x['pairs']} | {x['mean_diff']:+.3f} | [{x['ci_low']:+.3f}, {x['ci_high']:+.3f}] | "
