@@ -243,6 +243,21 @@ def test_cli_train_score_and_refusal(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("flag, value, message", [("--dims", "0", "--dims 0: the LSI dimension must be 1 or more"),
+                                                  ("--lsi-sentences", "-5", "--lsi-sentences -5: give 0")])
+def test_cli_train_refuses_impossible_sizes_in_one_line(tmp_path, capsys, flag, value, message):
+    """A size scikit-learn or random.sample would reject with a traceback stops with one line,
+    before anything is trained or written."""
+    from dialeval.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\nd e f\n")
+    assert main(["train", "amfm", "--corpus", str(corpus), flag, value, "-o", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not (tmp_path / "m").exists()
+
+
 # -- cross-fitting and cross-validation ---------------------------------------------------------
 def test_crossfit_trains_only_on_other_folds(monkeypatch):
     from dialeval.metrics.amfm import tuning

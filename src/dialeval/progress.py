@@ -53,6 +53,12 @@ def loading(what: str) -> Iterator[None]:
         yield
 
 
+def say(message: str) -> None:
+    """One line of a command's own progress on stderr, flushed at once (stdout is for results):
+    what every training command gives its estimator as `say` / `log`."""
+    print(message, file=sys.stderr, flush=True)
+
+
 class Heartbeat:
     """What a long loop says between its own reports: `say(line())` at most once every `every`
     seconds, the first one `every` seconds after it was made (a loop that reports often on its

@@ -10,13 +10,19 @@ import sys
 from dialeval.models.commands import Argument, Options, TrainCommand
 
 
+# the training corpus, as `train amfm` declares it and `sweep amfm` takes it
+CORPUS_ARGUMENTS = (
+    Argument("--corpus", action="append", default=[],
+             help="training corpus: DailyDialog dialogues_*.txt or its .zip, JSONL dialogues, "
+                  "plain text, one sentence per line, or NAME:FILE for a public corpus read by name "
+                  "(`dialeval datasets --sources`); repeatable"),
+    Argument("--corpus-format", choices=["dailydialog", "jsonl", "text"],
+             help="corpus format (default: guessed per file)"))
+
+
 def _corpus_arguments(p) -> None:
-    p.add_argument("--corpus", action="append", default=[],
-                   help="training corpus: DailyDialog dialogues_*.txt or its .zip, JSONL dialogues, "
-                        "plain text, one sentence per line, or NAME:FILE for a public corpus read by name "
-                        "(`dialeval datasets --sources`); repeatable")
-    p.add_argument("--corpus-format", choices=["dailydialog", "jsonl", "text"],
-                   help="corpus format (default: guessed per file)")
+    for argument in CORPUS_ARGUMENTS:
+        p.add_argument(*argument.flags, **argument.options)
 
 
 def _model_flags(p, names=None) -> None:
@@ -27,26 +33,11 @@ def _model_flags(p, names=None) -> None:
     p.set_defaults(_estimator_flags=add_estimator_flags(p, AMFMModel, names))
 
 
-def read_sentences(paths: list[str], fmt: str | None) -> list[str]:
-    from dialeval.data.corpus import read_specs, sentences
-    from dialeval.errors import DialevalError
-
-    if not paths:
-        raise DialevalError("give at least one --corpus FILE")
-    return sentences(read_specs(paths, fmt))
-
-
 # no `run`: the generated command builds AMFMModel from its flags and calls its `fit_corpus`
 TRAIN_COMMANDS = [TrainCommand(
     "amfm", "train an AM-FM model (LSI + n-gram LM) on a corpus",
     estimator="dialeval.metrics.amfm.model:AMFMModel", fit="fit_corpus", arguments=(
-        Argument("--corpus", action="append", default=[],
-                 help="training corpus: DailyDialog dialogues_*.txt or its .zip, JSONL dialogues, "
-                      "plain text, one sentence per line, or NAME:FILE for a public corpus read by name "
-                      "(`dialeval datasets --sources`); repeatable"),
-        Argument("--corpus-format", choices=["dailydialog", "jsonl", "text"],
-                 help="corpus format (default: guessed per file)"),
-        Options(), Argument("-o", "--output", required=True, help="model folder to write")))]
+        *CORPUS_ARGUMENTS, Options(), Argument("-o", "--output", required=True, help="model folder to write")))]
 
 
 def _ints(text: str) -> list[int]:
@@ -113,6 +104,7 @@ def cmd_sweep(args) -> int:
         print("wrote " + ", ".join(write_outputs(args.output, rows, summaries)))
         return 0
     samples, order, human = load_eval_set(args)
+    from dialeval.metrics.amfm.model import corpus_sentences
     from dialeval.metrics.amfm.sweep import check_systems
 
     check_systems(order)
@@ -123,10 +115,12 @@ def cmd_sweep(args) -> int:
     dims = sorted(set(_ints(args.dims_grid) if args.dims_grid else log_grid(5, 2500)) | {args.dims})
     orders = _ints(args.orders)
     lambdas = _floats(args.lambdas)
-    say = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
+    from dialeval.progress import say as say_line
+
+    say = say_line if not args.quiet else None
     runs = []
     if args.corpus:
-        runs.append((args.label or "corpus", dict(corpus=read_sentences(args.corpus, args.corpus_format))))
+        runs.append((args.label or "corpus", dict(corpus=corpus_sentences(args.corpus, args.corpus_format))))
     if args.crossfit:
         runs.append((f"crossfit-{args.crossfit}", dict(folds=args.crossfit)))
     if not runs:

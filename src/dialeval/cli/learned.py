@@ -6,13 +6,11 @@ Scoring needs no code here: `--adem-model DIR` is generated from the metrics' co
 from __future__ import annotations
 
 import json
-import sys
 
 from dialeval.models.commands import Argument, Options, TrainCommand
 
 
-def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+from dialeval.progress import say as _log
 
 
 TRAIN_COMMANDS = [

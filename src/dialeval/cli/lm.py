@@ -41,16 +41,16 @@ def _corpus(args):
 
 
 def cmd_train_lm(args) -> int:
-    import sys
 
     from dialeval.cli.options import estimator_kwargs
     from dialeval.metrics.lm.train import LMTrainer
+    from dialeval.progress import say
 
     if args.lora:
         return cmd_train_lora(args)
     trainer = LMTrainer(**estimator_kwargs(args, args._estimator_flags))
     trainer.fit(_corpus(args), init=args.init, corpus_format=args.corpus_format,
-                reference_corpus=args.reference_corpus, log=lambda m: print(m, file=sys.stderr),
+                reference_corpus=args.reference_corpus, log=say,
                 checkpoint=getattr(args, "_checkpoint", None))
     trainer.save(args.output)
     info = trainer.info_
@@ -72,12 +72,11 @@ def cmd_train_lm(args) -> int:
 def cmd_train_lora(args) -> int:
     """`train lm --lora BASE`: every LoRA flag given is honoured as given; one not given is
     LoraTrainer's own default (not LMTrainer's, whose flags it shares)."""
-    import sys
 
     from dialeval.cli.options import option_set_kwargs
     from dialeval.metrics.lm.lora import LoraTrainer
+    from dialeval.progress import say as log
 
-    log = lambda m: print(m, file=sys.stderr)  # noqa: E731
     trainer = LoraTrainer(**option_set_kwargs(args, "lora"))
     trainer.fit(_corpus(args), args.lora, reference_corpus=args.reference_corpus, log=log,
                 checkpoint=getattr(args, "_checkpoint", None))

@@ -4,7 +4,6 @@ metric's. Only argparse here; the work is in `dialeval.metrics.mme`."""
 
 from __future__ import annotations
 
-import sys
 
 from dialeval.models.commands import Argument, Options, TrainCommand
 
@@ -14,7 +13,9 @@ def cmd_train(args) -> int:
     from dialeval.metrics.mme.model import parse_only, train_mme
 
     only = parse_only(args.only)
-    say = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
+    from dialeval.progress import say as say_line
+
+    say = say_line if not args.quiet else None
     root = train_mme(args.corpus, args.output, engagement=args.engagement, only=only,
                      encoder_mode="finetune" if args.finetune else "frozen",
                      **estimator_kwargs(args, args._estimator_flags), say=say,

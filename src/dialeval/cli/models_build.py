@@ -9,7 +9,6 @@ from `dialeval.recipes` when first asked for, so `dialeval models` starts withou
 from __future__ import annotations
 
 import os
-import sys
 
 from dialeval.errors import DialevalError
 
@@ -26,7 +25,8 @@ def cmd_build(args) -> int:
                                 f"{out})")
     from dialeval.cli.train import run_resumable
 
-    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    from dialeval.progress import say
+
     names = []
 
     def run() -> int:

@@ -137,7 +137,6 @@ def _positive_minutes(text: str) -> float:
 
 def open_checkpoint(command_name: str, args, output: str | None):
     """The run's `TrainingCheckpoint` beside `output` (None without an output folder)."""
-    import sys
 
     from dialeval.models.resume import DEFAULT_MINUTES, TrainingCheckpoint, checkpoint_folder, run_identity
 
@@ -152,7 +151,6 @@ def open_checkpoint(command_name: str, args, output: str | None):
 def run_resumable(command_name: str, args, output: str | None, run) -> int:
     """`run()` with the run's checkpoint on `args._checkpoint`: removed when the run succeeds,
     kept (and named, with the command that continues it) when it stops on Ctrl-C."""
-    import sys
 
     checkpoint = open_checkpoint(command_name, args, output)
     args._checkpoint = checkpoint
@@ -217,7 +215,9 @@ def default_run(command, items, args) -> int:
     if "checkpoint" in takes:
         data["checkpoint"] = getattr(args, "_checkpoint", None)
     if "say" in takes:
-        data["say"] = lambda message: print(message, file=sys.stderr, flush=True)
+        from dialeval.progress import say
+
+        data["say"] = say
     fit(**data)
     path = estimator.save(args.output)
     summary = estimator.summary() if hasattr(estimator, "summary") else {}

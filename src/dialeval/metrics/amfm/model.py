@@ -9,7 +9,6 @@ its corpus; `lsi_sentences` keeps that split (None: the SVD sees every sentence 
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import tempfile
@@ -53,6 +52,10 @@ class AMFMModel(Estimator):
     def fit(self, sentences: Sequence[str], *, source: str | None = None) -> "AMFMModel":
         if self.weighting not in WEIGHTINGS:
             raise DialevalError(f"unknown weighting {self.weighting!r}; choose from {', '.join(WEIGHTINGS)}")
+        if int(self.dims) < 1:
+            raise DialevalError(f"--dims {self.dims}: the LSI dimension must be 1 or more")
+        if self.lsi_sentences is not None and int(self.lsi_sentences) < 0:
+            raise DialevalError(f"--lsi-sentences {self.lsi_sentences}: give 0 (all sentences) or more")
         sentences = [s for s in sentences if s.strip()]
         if not sentences:
             raise DialevalError("AM-FM training corpus is empty")
@@ -76,11 +79,7 @@ class AMFMModel(Estimator):
     def fit_corpus(self, corpus: Sequence[str], corpus_format: str | None = None) -> "AMFMModel":
         """`fit` on the sentences of the corpora `train amfm --corpus` names (read as one),
         recorded as their names joined by commas."""
-        from ...data.corpus import read_specs, sentences
-
-        if not corpus:
-            raise DialevalError("give at least one --corpus FILE")
-        return self.fit(sentences(read_specs(list(corpus), corpus_format)), source=", ".join(corpus))
+        return self.fit(corpus_sentences(corpus, corpus_format), source=", ".join(corpus))
 
     def summary(self) -> dict[str, Any]:
         """What `train amfm` prints beside the folder: the corpus and the sizes it gave."""
@@ -156,6 +155,16 @@ class AMFMModel(Estimator):
         model = cls(**params)
         model._set_state(values, arrays, directory)
         return model
+
+
+def corpus_sentences(corpus: Sequence[str], corpus_format: str | None = None) -> list[str]:
+    """The sentences of the corpora `--corpus` names, read as one (what `train amfm` and
+    `sweep amfm` train on)."""
+    from ...data.corpus import read_specs, sentences
+
+    if not corpus:
+        raise DialevalError("give at least one --corpus FILE")
+    return sentences(read_specs(list(corpus), corpus_format))
 
 
 def load_cached(directory: str | os.PathLike) -> AMFMModel:
