@@ -45,19 +45,25 @@ def turn_keys(refs: Sequence[Sequence[str]]) -> np.ndarray:
 
 
 def _score_part(train: Sequence[str], hyps, refs, dims, orders, *, weighting, am_refs, fm_refs,
-                seed, lsi_sentences) -> tuple[np.ndarray, np.ndarray, dict]:
+                seed, lsi_sentences, progress=None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """AM at every L and FM at every n for `hyps`, from one SVD and one LM per order trained on
+    `train`; a line per stage (`progress`), since a large corpus takes minutes."""
     start = time.perf_counter()
+    say = progress or (lambda _m: None)
     lsi_train = list(train)
     if lsi_sentences and len(lsi_train) > lsi_sentences:
         lsi_train = random.Random(seed).sample(lsi_train, lsi_sentences)
     lsi = fit_lsi(lsi_train, max(dims), weighting=weighting, seed=seed)
+    say(f"  LSI of {lsi.dims} dimensions on {len(lsi_train)} sentences ({time.perf_counter() - start:.0f} s)")
     used = [min(d, lsi.dims) for d in dims]
     am = am_scores(lsi, hyps, refs, used, am_refs)
+    say(f"  AM at L = {sorted(set(used))} ({time.perf_counter() - start:.0f} s)")
     fm = np.empty((len(orders), len(hyps)))
     with tempfile.TemporaryDirectory(prefix="dialeval-amfm-grid-") as tmp:
         for j, order in enumerate(orders):
             lm = ArpaLM(train_arpa(train, order, f"{tmp}/lm{order}.arpa"))
             fm[j] = fm_scores(lm, hyps, refs, fm_refs)
+            say(f"  FM with the {order}-gram LM on {len(train)} sentences ({time.perf_counter() - start:.0f} s)")
     return am, fm, {"lsi_dims": lsi.dims, "vocabulary": len(lsi.vocab), "sentences": len(train),
                     "seconds": time.perf_counter() - start}
 
@@ -70,7 +76,7 @@ def score_grid(hyps: Sequence[str], refs: Sequence[Sequence[str]], dims: Sequenc
     samples' own references with `folds` folds of turns (corpus None)."""
     dims, orders = [int(d) for d in dims], [int(o) for o in orders]
     opts = dict(weighting=weighting, am_refs=am_refs, fm_refs=fm_refs, seed=seed,
-                lsi_sentences=lsi_sentences)
+                lsi_sentences=lsi_sentences, progress=progress)
     if corpus is not None:
         am, fm, info = _score_part(corpus, hyps, refs, dims, orders, **opts)
         return Grid(dims, orders, am, fm, {"training": "corpus", **info})
