@@ -192,6 +192,20 @@ if [ "$JUDGE_15B" = "1" ]; then
   quiet "$PY" -m dialeval.models.pretrained prepare --only qwen1.5b
 fi
 
+# The judge's llama.cpp runtime (`--judge-backend llama.cpp`: a GGUF judge such as the 1.5B one
+# above in a third of the CPU time and a quarter of the memory), installed only by
+# `bash install.sh --llama-cpp` (or DIALEVAL_LLAMA_CPP=1): llama-cpp-python built from PyPI's
+# source release with cmake and g++ (requirements-llama-cpp.txt), without the network (no curl).
+LLAMA_CPP=${DIALEVAL_LLAMA_CPP:-0}
+for arg in "$@"; do
+  case "$arg" in --llama-cpp) LLAMA_CPP=1;; esac
+done
+if [ "$LLAMA_CPP" = "1" ]; then
+  stage "the judge's llama.cpp runtime, built from source (a few CPU minutes): requirements-llama-cpp.txt"
+  CMAKE_ARGS="-DLLAMA_CURL=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF" \
+    quiet "$PY" "${PIP[@]}" --no-deps --require-hashes -r requirements-llama-cpp.txt
+fi
+
 # Embedding metrics: the `minilm` word vectors (all-MiniLM-L6-v2's input word embeddings, the
 # default before GloVe) written once to ~/.cache/dialeval/artifacts/word-vectors-default; skipped when already there.
 quiet "$PY" -c "

@@ -18,6 +18,9 @@ set (the judge's before the baselines run), so a run cut short keeps the sets it
     # cost alone, ~20 items, no baselines:
     /usr/bin/time -v python3 benchmarks/judge_packaged.py --sets usr-tc --n 20 --baselines '' \\
         --precision fp32 --json /tmp/cost_fp32.json
+    # the runtimes side by side on the same items, each in its own process: load and scoring CPU
+    # s, peak RSS, each as a ratio to the first, and how closely the ratings agree with the first's
+    python3 benchmarks/judge_packaged.py --cost torch,llama.cpp --sets usr-pc --n 30
 """
 
 from __future__ import annotations
@@ -80,6 +83,47 @@ def table(path: str, baselines=("sent_cosine", "compose")) -> str:
     return "\n".join(lines)
 
 
+def cost(args) -> int:
+    """Each backend of `--cost` in a child process running this script on the same items (no
+    baselines, fp32: the judge's default), its resources read from the child's own rusage; one
+    table, ratios to the first."""
+    import subprocess
+    import tempfile
+
+    from scipy.stats import pearsonr
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for backend in args.cost.split(","):
+            out = os.path.join(tmp, f"{backend}.json")
+            cmd = [sys.executable, os.path.abspath(__file__), "--sets", args.sets, "--n", str(args.n), "--seed",
+                   str(args.seed), "--judge-model", args.judge_model, "--precision", "fp32",
+                   "--backend", backend, "--baselines", "", "--n-boot", "100", "--json", out]
+            child = subprocess.Popen(cmd)
+            _, status, usage = os.wait4(child.pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                print(f"{backend}: the run failed ({' '.join(cmd)})", file=sys.stderr)
+                return 1
+            with open(out, encoding="utf-8") as handle:
+                report = json.load(handle)
+            items = sum(e["items"] for e in report["sets"].values())
+            rows.append({"backend": backend, "load": report["load"]["cpu_s"],
+                         "per_item": sum(e["judge_cpu_s"] for e in report["sets"].values()) / items,
+                         "rss_gb": usage.ru_maxrss / 2 ** 20, "items": items,
+                         "scores": [x for e in report["sets"].values() for x in e["scores"]["judge"]]})
+    first = rows[0]
+    print(f"{args.judge_model}, {first['items']} items of {args.sets}, fp32 where torch, one process each")
+    print("| backend | load (+1 item), CPU s | scoring, CPU s / item | peak RSS, GB | ratio to "
+          f"{first['backend']} (load, per item, RSS) | Pearson with {first['backend']}'s ratings | largest difference |")
+    print("|---|---:|---:|---:|---|---:|---:|")
+    for r in rows:
+        a, b = np.array(r["scores"]), np.array(first["scores"])
+        print(f"| {r['backend']} | {r['load']:.1f} | {r['per_item']:.2f} | {r['rss_gb']:.2f} | "
+              f"{r['load'] / first['load']:.2f}x, {r['per_item'] / first['per_item']:.2f}x, "
+              f"{r['rss_gb'] / first['rss_gb']:.2f}x | {pearsonr(a, b)[0]:.4f} | {np.abs(a - b).max():.3f} |")
+    return 0
+
+
 def main() -> int:
     if sys.argv[1:2] == ["--table"]:
         print(table(sys.argv[2]))
@@ -95,12 +139,17 @@ def main() -> int:
     ap.add_argument("--baselines", default="sent_cosine,compose")
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--json", default=os.path.join(HERE, "out", "judge_packaged.json"))
+    ap.add_argument("--backend", default="torch", choices=("torch", "llama.cpp"))
+    ap.add_argument("--cost", default="", help="comma-separated backends to run side by side (see above)")
     args = ap.parse_args()
+    if args.cost:
+        return cost(args)
 
     from dialeval.meta.evaluate import columns, comparison_rows, correlation_rows
     from dialeval.scoring import score
 
-    judge_opts = {"judge_model": args.judge_model, "judge_precision": args.precision}
+    judge_opts = {"judge_model": args.judge_model, "judge_precision": args.precision,
+                  "judge_backend": args.backend}
     baselines = [m for m in args.baselines.split(",") if m]
     report = {"args": vars(args), "sets": {}}
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)

@@ -206,12 +206,13 @@ class BoundedCache:
     def __setitem__(self, key: Hashable, value: Any) -> None:
         self.put(key, value)
 
-    def get_or_load(self, key: Hashable, load: Callable[[], Any], *, parent: Hashable | None = None) -> Any:
+    def get_or_load(self, key: Hashable, load: Callable[[], Any], *, parent: Hashable | None = None,
+                    size: int | None = None) -> Any:
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
-            return self.put(key, load(), parent=parent)
+            return self.put(key, load(), parent=parent, size=size)
 
     def pop(self, key: Hashable, default: Any = None) -> Any:
         with self._lock:

@@ -26,10 +26,12 @@ from ..cache import MODELS
 PREFIX = "backbone"
 
 
-def get_or_load(key: tuple, load: Callable[[], Any], parent: tuple | None = None) -> Any:
+def get_or_load(key: tuple, load: Callable[[], Any], parent: tuple | None = None, size: int | None = None) -> Any:
     """The backbone stored under `key`, loaded by `load()` on first use; `parent`: the key of the
-    backbone it shares its weights with (it is then evicted with it)."""
-    return MODELS.get_or_load((PREFIX,) + key, load, parent=None if parent is None else (PREFIX,) + parent)
+    backbone it shares its weights with (it is then evicted with it); `size`: its bytes where
+    they cannot be measured (memory a native library holds)."""
+    return MODELS.get_or_load((PREFIX,) + key, load, parent=None if parent is None else (PREFIX,) + parent,
+                              size=size)
 
 
 def cached(key: tuple) -> Any:

@@ -74,36 +74,20 @@ def cast_copy(model, dtype):
     return clone.to(dtype).eval()
 
 
-class JudgeModel:
-    """A causal LM ready to judge: the backbone, the weights in the asked precision, and the
-    frame around a prompt (chat header or plain)."""
+class JudgeFrame:
+    """What every runtime of the judge shares: the tokenizer, the frame around a prompt (chat
+    header or plain) and the answer tokens. A runtime adds `rating_logits`."""
 
-    def __init__(self, path: str, precision: str, device: str):
-        from ...backbones import load_backbone
-
-        self.backbone = load_backbone(path, task="causal-lm", device=device)
-        self.tokenizer = self.backbone.tokenizer
-        self.precision = precision
-        if precision == "fp32":
-            self.model = self.backbone.model
-        else:
-            import torch
-
-            # a private copy: the cached backbone stays float32 for every other user
-            self.model = self.backbone.attach(("judge", precision), lambda: cast_copy(self.backbone.model,
-                                                                                      torch.bfloat16))
-        self.chat = bool(getattr(self.tokenizer, "chat_template", None))
-        config = self.model.config
-        self.max_len = int(getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
-                           or 2048)
-        pad = self.tokenizer.pad_token_id
+    def __init__(self, tokenizer, path: str, max_len: int, fingerprint: str):
+        self.tokenizer = tokenizer
+        self.path = path
+        self.max_len = int(max_len)
+        self.fingerprint = fingerprint
+        self.chat = bool(getattr(tokenizer, "chat_template", None))
+        pad = tokenizer.pad_token_id
         if pad is None:
-            pad = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0
+            pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0
         self.pad_id = int(pad)
-
-    @property
-    def fingerprint(self) -> str:
-        return self.backbone.fingerprint
 
     def prompt_text(self, user: str, template: Template) -> str:
         """The full text up to the answer position."""
@@ -141,8 +125,39 @@ class JudgeModel:
         single = [tok.encode(d, add_special_tokens=False) for d in labels]
         if all(len(s) == 1 for s in single):
             return [s[0] for s in single], False
-        raise DialevalError(f"{self.backbone.path}: the tokenizer has no single tokens for the answers "
+        raise DialevalError(f"{self.path}: the tokenizer has no single tokens for the answers "
                             f"{', '.join(labels)}")
+
+    def rating_logits(self, tokens: list[list[int]], ids: list[int], batch_tokens: int,
+                      fixed_prefix: int | None = None) -> np.ndarray:
+        """(n, len(ids)) float32 logits of the answer tokens at the last position of each token list."""
+        raise NotImplementedError
+
+
+class JudgeModel(JudgeFrame):
+    """A causal LM ready to judge through torch (transformers): the backbone, the weights in the
+    asked precision."""
+
+    def __init__(self, path: str, precision: str, device: str):
+        from ...backbones import load_backbone
+
+        self.backbone = load_backbone(path, task="causal-lm", device=device)
+        self.precision = precision
+        if precision == "fp32":
+            self.model = self.backbone.model
+        else:
+            import torch
+
+            # a private copy: the cached backbone stays float32 for every other user
+            self.model = self.backbone.attach(("judge", precision), lambda: cast_copy(self.backbone.model,
+                                                                                      torch.bfloat16))
+        config = self.model.config
+        max_len = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None) or 2048
+        super().__init__(self.backbone.tokenizer, self.backbone.path, max_len, self.backbone.fingerprint)
+
+    def rating_logits(self, tokens: list[list[int]], ids: list[int], batch_tokens: int,
+                      fixed_prefix: int | None = None) -> np.ndarray:
+        return rating_logits(self, tokens, ids, batch_tokens, fixed_prefix)
 
 
 class JudgeScore(ModelMetric):
@@ -182,6 +197,10 @@ class JudgeScore(ModelMetric):
             auto (default: one file per endpoint and model under dialeval's cache) or off
         judge_extra_body: a JSON object merged into every request to the server, for its own
             fields (e.g. transformers serve's generation_config, vLLM's top_k)
+        judge_backend: torch (default: transformers, any model) or llama.cpp (a GGUF file computed
+            in its own quantised types by llama-cpp-python, one prompt at a time: the packaged
+            1.5B judge a third of the CPU time and a quarter of the memory; bash install.sh
+            --llama-cpp)
     """
 
     name = "judge"
@@ -199,7 +218,8 @@ class JudgeScore(ModelMetric):
                  judge_concurrency: int = 4, judge_timeout: float = 60.0, judge_retries: int = 2,
                  judge_scoring: Literal["auto", "logprobs", "sample"] = "auto", judge_samples: int = 10,
                  judge_temperature: float = 1.0, judge_seed: int = 0, judge_journal: str = "auto",
-                 judge_extra_body: str | None = None, refs_mode: str = "multi", tokenizer: str | None = None):
+                 judge_extra_body: str | None = None, judge_backend: Literal["torch", "llama.cpp"] = "torch",
+                 refs_mode: str = "multi", tokenizer: str | None = None):
         runtime = Runtime.checked("judge", judge_device, judge_precision)   # before any model is read
         super().__init__(refs_mode=refs_mode, tokenizer=None)
         self.served = None
@@ -215,16 +235,20 @@ class JudgeScore(ModelMetric):
             raise DialevalError(f"--judge-context-turns must be 0 (all) or more, got {judge_context_turns}")
         self.template = load_template(judge_template, self.quality)
         self.model_path = None if self.served is not None else resolve_judge_model(judge_model)
+        from .llamacpp import check_backend
+
+        self.backend = check_backend(judge_backend, runtime.precision, runtime.device, judge_endpoint,
+                                     self.model_path)
         self.runtime = runtime
         self.context_turns = int(judge_context_turns)
         self.batch_tokens = max(0, int(judge_batch_tokens))
 
-    def load_model(self) -> JudgeModel:
+    def load_model(self) -> JudgeFrame:
         """The model, loaded on first use (scoring), never while a run is planned."""
-        return _cached_judge(self.model_path, self.precision, self.device)
+        return _cached_judge(self.model_path, self.precision, self.device, self.backend)
 
     @property
-    def judge(self) -> JudgeModel:
+    def judge(self) -> JudgeFrame:
         return self.model
 
     def _fingerprint(self) -> str:
@@ -269,8 +293,8 @@ class JudgeScore(ModelMetric):
                    self.served.scoring, self.served.samples, self.served.temperature, self.served.seed,
                    json.dumps(self.served.extra, sort_keys=True))
             return batch.memo(key, lambda: self._served_scores(batch))
-        key = ("judge", os.path.realpath(self.model_path), self.precision, self.device, self.template.sha,
-               self.context_turns)
+        key = ("judge", os.path.realpath(self.model_path), self.precision, self.device, self.backend,
+               self.template.sha, self.context_turns)
         return batch.memo(key, lambda: self._scores(batch))
 
     def _served_scores(self, batch: Batch) -> np.ndarray:
@@ -309,7 +333,7 @@ class JudgeScore(ModelMetric):
         if strip:
             texts = [t.rstrip(" ") for t in texts]
         tokens = [self.judge.encode(t) for t in texts]
-        logits = rating_logits(self.judge, tokens, ids, self.batch_tokens, self.template_prefix(strip))
+        logits = self.judge.rating_logits(tokens, ids, self.batch_tokens, self.template_prefix(strip))
         out[rows] = expected_rating(logits)
         return out
 
@@ -329,7 +353,8 @@ class JudgeScore(ModelMetric):
         if self.served is not None:
             _, api, scoring = self.served.signature_parts()
             return [api] + fields + [scoring, ("ctx", self.context_turns or "all")]
-        return fields + [("ctx", self.context_turns or "all")]
+        fields.append(("ctx", self.context_turns or "all"))
+        return fields + ([("backend", self.backend)] if self.backend != "torch" else [])
 
     def runtimes(self):
         """A served model's runtime is the server's own: the signature names its endpoint model."""
@@ -440,9 +465,18 @@ def _cache_argument(model) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
-def _cached_judge(path: str, precision: str, device: str) -> JudgeModel:
-    """One JudgeModel per backbone and precision, kept beside the backbone in its process cache
-    (it lives and goes with it: no cache of the family's own)."""
+def _cached_judge(path: str, precision: str, device: str, backend: str = "torch") -> JudgeFrame:
+    """One judge per model, runtime and precision in the process. Through torch it is kept beside
+    its backbone in the backbone's cache entry (it lives and goes with it); through llama.cpp it is
+    an entry of its own, sized by its file (the memory llama.cpp holds cannot be measured)."""
+    if backend == "llama.cpp":
+        from ...backbones.cache import get_or_load
+        from ...backbones.fingerprint import content_key
+        from .llamacpp import LlamaCppJudge, gguf_file
+
+        file = gguf_file(path)
+        return get_or_load(("llama.cpp", content_key(file)), lambda: LlamaCppJudge(file),
+                           size=os.path.getsize(file))
     from ...backbones import load_backbone
 
     backbone = load_backbone(path, task="causal-lm", device=device)

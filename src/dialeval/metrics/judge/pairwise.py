@@ -22,7 +22,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from ...errors import DialevalError
-from .metric import _cached_judge, rating_logits, resolve_judge_model, shared_prefix
+from .metric import _cached_judge, resolve_judge_model, shared_prefix
 from .prompt import PAIR_PLACEHOLDERS, load_template
 
 LABELS = ("1", "2")
@@ -56,6 +56,7 @@ class PairwiseJudge:
         judge_seed: seed of the first sampled answer (default 0)
         judge_journal: file keeping every served reply (default auto; off: none)
         judge_extra_body: a JSON object merged into every request to the server
+        judge_backend: torch (default) or llama.cpp, for a local GGUF model (as the judge metric's)
     """
 
     def __init__(self, judge_model: str | None = None, pairwise_template: str | None = None,
@@ -65,8 +66,9 @@ class PairwiseJudge:
                  judge_concurrency: int = 4, judge_timeout: float = 60.0, judge_retries: int = 2,
                  judge_scoring: Literal["auto", "logprobs", "sample"] = "auto", judge_samples: int = 10,
                  judge_temperature: float = 1.0, judge_seed: int = 0, judge_journal: str = "auto",
-                 judge_extra_body: str | None = None):
+                 judge_extra_body: str | None = None, judge_backend: Literal["torch", "llama.cpp"] = "torch"):
         from ...backbones.runtime import check_precision
+        from .llamacpp import check_backend
 
         judge_precision = check_precision("judge_precision", judge_precision)
         if int(judge_context_turns) < 0:
@@ -90,6 +92,8 @@ class PairwiseJudge:
 
             self.device = check_device("judge_device", judge_device)
             self.model_path = resolve_judge_model(judge_model)
+        self.backend = check_backend(judge_backend, judge_precision, getattr(self, "device", "cpu"), judge_endpoint,
+                                     self.model_path)
 
     def _text(self, context: Sequence[str], first: str, second: str, references: Sequence[str]) -> str:
         turns = list(context)
@@ -109,13 +113,13 @@ class PairwiseJudge:
         if self.served is not None:
             reading = self.served.read(texts, LABELS, self.template.answer or OPENER)
             return reading.probs[:, 0]
-        judge = _cached_judge(self.model_path, self.precision, self.device)
+        judge = _cached_judge(self.model_path, self.precision, self.device, self.backend)
         prompts = [self._frame(judge, t) for t in texts]
         ids, strip = judge.label_ids(prompts[0], LABELS)
         if strip:
             prompts = [p.rstrip(" ") for p in prompts]
         tokens = [self._fit(judge, p) for p in prompts]
-        logits = rating_logits(judge, tokens, ids, self.batch_tokens, self._prefix(judge, strip)).astype(np.float64)
+        logits = judge.rating_logits(tokens, ids, self.batch_tokens, self._prefix(judge, strip)).astype(np.float64)
         z = logits - logits.max(axis=1, keepdims=True)
         p = np.exp(z)
         return p[:, 0] / p.sum(axis=1)
@@ -152,10 +156,10 @@ class PairwiseJudge:
             path = os.path.abspath(self.model_path)
             known = os.path.isfile(path) or os.path.exists(os.path.join(path, "config.json"))
             fingerprint = model_fingerprint(path) if known else \
-                _cached_judge(self.model_path, self.precision, self.device).fingerprint
+                _cached_judge(self.model_path, self.precision, self.device, self.backend).fingerprint
             parts += [f"model:{fingerprint}"]
         parts += [f"template:{self.template.name}@{self.template.sha}", f"ctx:{self.context_turns or 'all'}",
-                  "orders:both"]
+                  "orders:both"] + ([f"backend:{self.backend}"] if self.backend != "torch" else [])
         if self.served is None:          # the runtime under the model metrics' one rule
             from ..model_metric import Runtime, runtime_fields
 
