@@ -123,6 +123,36 @@ def test_plan_samples_items_and_refuses_what_it_cannot_compare():
         plan_comparisons(rows, systems=["a", "nope"])
 
 
+def test_judge_is_asked_in_chunks_with_progress_lines_and_the_same_answers(monkeypatch, capsys):
+    """A slow judge says how far it is (a line per chunk when the interval is 0); the chunking
+    changes nothing in what the judge is asked or in the order of its answers."""
+    from dialeval import progress
+    from dialeval.meta import pairwise
+
+    monkeypatch.setattr(progress, "LINES_DELAY", 0.0)
+    monkeypatch.setattr(progress, "EVERY", 0.0)
+    rows = [{"item": t, "system": s, "context": [f"c{t}"], "response": f"{s}{t}"} for t in range(12) for s in "abc"]
+    plan = plan_comparisons(rows)
+
+    class Judge:
+        calls: list[int] = []
+
+        def prefer_first(self, contexts, firsts, seconds, refs):
+            self.calls.append(len(firsts))
+            return np.array([(hash(a) % 97) / 97 - (hash(b) % 89) / 890 for a, b in zip(firsts, seconds)])
+
+    judge = Judge()
+    p_ab, p_ba = pairwise.ask_judge(judge, rows, plan, progress=True)
+    n = 2 * len(plan.comparisons)
+    assert judge.calls == [pairwise.ASK_CHUNK] * (n // pairwise.ASK_CHUNK) + ([n % pairwise.ASK_CHUNK] if n % pairwise.ASK_CHUNK else [])
+    monkeypatch.setattr(pairwise, "ASK_CHUNK", 10 ** 6)
+    q_ab, q_ba = pairwise.ask_judge(Judge(), rows, plan, progress=False)
+    np.testing.assert_array_equal(p_ab, q_ab)
+    np.testing.assert_array_equal(p_ba, q_ba)
+    err = capsys.readouterr().err
+    assert f"of {n} prompts" in err
+
+
 # -- the judge with the installed SmolLM2 -------------------------------------------------------------
 
 @pytest.fixture(scope="module")

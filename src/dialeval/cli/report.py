@@ -186,7 +186,7 @@ def _pairwise(args, rows, cmp, humans) -> dict:
     judge = PairwiseJudge(**estimator_kwargs(args, args._pairwise_flags))
     plan = plan_comparisons(rows, pair_by=args.pair_by, systems=_names(args.pairwise_systems),
                             max_items=args.pairwise_max_items, seed=args.pairwise_seed)
-    p_ab, p_ba = ask_judge(judge, rows, plan)
+    p_ab, p_ba = ask_judge(judge, rows, plan, progress=None)
     metrics = [m for m in cmp.measures if not m.startswith("human:")]
     result = summarise(plan, p_ab, p_ba, signature=judge.signature(), n_resamples=args.n_resamples or 1000,
                        seed=args.seed, rows=rows, human=humans[0] if humans else None, metrics=metrics)

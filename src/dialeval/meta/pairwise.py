@@ -97,8 +97,15 @@ def plan_comparisons(rows: Sequence[dict], *, pair_by: str = "auto", systems: Se
     return Plan(pair_by, chosen, items, comparisons, n_all)
 
 
-def ask_judge(judge, rows: Sequence[dict], plan: Plan) -> tuple[np.ndarray, np.ndarray]:
-    """(P(a better | a shown first), P(shown first better | b shown first)) per comparison."""
+ASK_CHUNK = 16      # prompts per call to the judge: the unit of progress, nothing else (each
+                    # prompt is scored on its own, so the values do not depend on it)
+
+
+def ask_judge(judge, rows: Sequence[dict], plan: Plan, progress: bool | None = False) -> tuple[np.ndarray, np.ndarray]:
+    """(P(a better | a shown first), P(shown first better | b shown first)) per comparison.
+    `progress`: as the engine's (None: a bar on a terminal, a line every 15 s in a log; False:
+    silent), counted in prompts, since a local judge takes seconds per prompt."""
+    from ..progress import Progress, default_mode
     contexts, firsts, seconds, refs = [], [], [], []
     for t, a, b in plan.comparisons:
         ra, rb = rows[plan.items[t][a]], rows[plan.items[t][b]]
@@ -109,7 +116,16 @@ def ask_judge(judge, rows: Sequence[dict], plan: Plan) -> tuple[np.ndarray, np.n
             refs.append(references)
             firsts.append(str(x.get("response") or ""))
             seconds.append(str(y.get("response") or ""))
-    p = judge.prefer_first(contexts, firsts, seconds, refs)
+    parts = []
+    bar = Progress(len(firsts), default_mode(progress), unit="prompt")
+    try:
+        for lo in range(0, len(firsts), ASK_CHUNK):
+            hi = lo + ASK_CHUNK
+            parts.append(judge.prefer_first(contexts[lo:hi], firsts[lo:hi], seconds[lo:hi], refs[lo:hi]))
+            bar.advance(len(parts[-1]))
+    finally:
+        bar.close()
+    p = np.concatenate(parts) if parts else np.zeros(0)
     return p[0::2], p[1::2]
 
 
