@@ -204,6 +204,9 @@ if [ "$LLAMA_CPP" = "1" ]; then
   stage "the judge's llama.cpp runtime, built from source (a few CPU minutes): requirements-llama-cpp.txt"
   CMAKE_ARGS="-DLLAMA_CURL=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF" \
     quiet "$PY" "${PIP[@]}" --no-deps --require-hashes -r requirements-llama-cpp.txt
+  # its OpenAI-compatible server (`python -m llama_cpp.server`, which returns log-probabilities:
+  # what tests/test_judge_llamacpp.py serves the judge from); fastapi and uvicorn are already here
+  quiet "$PY" "${PIP[@]}" "sse-starlette==3.7.0" "starlette-context==0.3.6" "pydantic-settings==2.14.1"
 fi
 
 # Embedding metrics: the `minilm` word vectors (all-MiniLM-L6-v2's input word embeddings, the

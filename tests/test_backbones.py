@@ -313,10 +313,10 @@ def _bytes_to_unicode() -> list[str]:
     return [chr(b) for b in shown] + [chr(256 + k) for k in range(len(hidden))]
 
 
-def _write_tiny_llama_gguf(path):
+def _write_tiny_llama_gguf(path, context: int = 64):
     """A 2-layer llama (random, seeded) as llama.cpp lays it out: its tensor names, Q and K rows
-    permuted for llama.cpp's rotary layout, a byte-level BPE vocabulary with five merges.
-    Returns the transformers model it was written from."""
+    permuted for llama.cpp's rotary layout, a byte-level BPE vocabulary with five merges, a
+    window of `context` tokens. Returns the transformers model it was written from."""
     torch = pytest.importorskip("torch")
     gguf = pytest.importorskip("gguf")
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -324,7 +324,7 @@ def _write_tiny_llama_gguf(path):
     tokens = _bytes_to_unicode() + ["he", "ll", "hell", "Ġw", "or", "<|endoftext|>"]
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=len(tokens), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=context,
                          rms_norm_eps=1e-5, tie_word_embeddings=False, rope_theta=10000.0)
     model = LlamaForCausalLM(config).eval()
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
@@ -334,7 +334,7 @@ def _write_tiny_llama_gguf(path):
 
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name("tiny-llama")
-    w.add_context_length(64)
+    w.add_context_length(context)
     w.add_embedding_length(32)
     w.add_block_count(2)
     w.add_feed_forward_length(64)

@@ -176,3 +176,64 @@ def test_llama_cpp_gives_the_logits_of_the_model_the_file_was_written_from(tmp_p
             with torch.no_grad():
                 want = model(torch.tensor([row])).logits[0, -1, ids].numpy()
             np.testing.assert_allclose(got, want, atol=2e-4, rtol=1e-4)
+
+
+# -- llama.cpp's own server: a real server that returns log-probabilities --------------------------
+
+def _server_missing() -> str | None:
+    for name in ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"):
+        if importlib.util.find_spec(name) is None:
+            return f"llama.cpp's server needs {name} (bash install.sh --llama-cpp installs it)"
+    return None
+
+
+@pytest.mark.skipif(_server_missing() is not None, reason=str(_server_missing()))
+def test_log_probabilities_served_by_llama_cpp_give_the_local_rating(tmp_path):
+    """The served judge's log-probability path against a server that returns them
+    (llama-cpp-python's OpenAI-compatible server, started here on a tiny GGUF): asked for every
+    token's log-probability, each served score is the local llama.cpp judge's expected rating on
+    the same prompt, and the signature names the path."""
+    import json
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from test_backbones import _write_tiny_llama_gguf
+
+    from dialeval.scoring import score
+
+    path = tmp_path / "tiny.gguf"
+    _write_tiny_llama_gguf(path, context=2048)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", "127.0.0.1",
+                             "--port", str(port), "--n_threads", "1", "--n_ctx", "2048", "--flash_attn", "false",
+                             "--verbose", "false"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited {proc.returncode}: {proc.stderr.read().decode()[-500:]}")
+            try:
+                with urllib.request.urlopen(url + "/v1/models", timeout=5) as r:
+                    json.load(r)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "llama_cpp.server did not answer within 120 s"
+                time.sleep(0.5)
+        rows = [{"context": ["hello"], "response": "hello world"}, {"context": ["well"], "response": "or"},
+                {"context": ["he", "ll"], "response": "hell or high water"}]
+        served = score(rows, ["judge"], judge_endpoint=url + "/v1", judge_api="completions",
+                       judge_scoring="logprobs", judge_journal="off", judge_extra_body='{"logprobs": 300}')
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    local = score(rows, ["judge"], judge_model=str(path), judge_backend="llama.cpp")
+    got, want = np.array(served.sentence["judge"]), np.array(local.sentence["judge"])
+    assert np.isfinite(got).all() and ((got >= 1) & (got <= 5)).all()
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert "scoring:logprobs" in served.signatures["judge"] and "api:completions" in served.signatures["judge"]

@@ -386,6 +386,11 @@ def test_logprobs_path_equals_the_local_softmax_over_the_rating_logits():
                              ["x", math.log(0.5)]]}, list("12345"))
     assert p.tolist() == pytest.approx([0, 0, 0.8, 0, 0.2])
     assert label_probs({"top": [["x", 0.0]]}, list("12345")) is None
+    # the labels as the judge passes them (the string "12345"): a space, a newline or a token that
+    # decodes to nothing is no rating (they once all counted as "1": a string holds "" at 0)
+    p = label_probs({"top": [["\n", math.log(0.5)], [" ", math.log(0.2)], ["", math.log(0.1)], ["12", math.log(0.1)],
+                             ["4", math.log(0.05)], ["2", math.log(0.05)]]}, "12345")
+    assert p.tolist() == pytest.approx([0, 0.5, 0, 0.5, 0])
 
 
 def test_chat_reply_without_logprobs_shapes(tmp_path):

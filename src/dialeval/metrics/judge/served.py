@@ -459,6 +459,7 @@ def label_probs(reply: dict, labels: Sequence[str]) -> np.ndarray | None:
     """The labels' probabilities from a reduced logprobs reply: each label's top tokens
     (stripped of spaces) summed, renormalised over the labels; None when no label is among
     them."""
+    labels = list(labels)      # a string of labels ("12345") must not match its substrings, "" above all
     p = np.zeros(len(labels))
     for token, logprob in reply.get("top") or []:
         text = str(token).strip()
