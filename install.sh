@@ -193,7 +193,7 @@ if [ "$JUDGE_15B" = "1" ]; then
 fi
 
 # The judge's llama.cpp runtime (`--judge-backend llama.cpp`: a GGUF judge such as the 1.5B one
-# above in a third of the CPU time and a quarter of the memory), installed only by
+# above in 0.43x the CPU time per item and 0.31x the memory), installed only by
 # `bash install.sh --llama-cpp` (or DIALEVAL_LLAMA_CPP=1): llama-cpp-python built from PyPI's
 # source release with cmake and g++ (requirements-llama-cpp.txt), without the network (no curl).
 LLAMA_CPP=${DIALEVAL_LLAMA_CPP:-0}

@@ -199,7 +199,7 @@ class JudgeScore(ModelMetric):
             fields (e.g. transformers serve's generation_config, vLLM's top_k)
         judge_backend: torch (default: transformers, any model) or llama.cpp (a GGUF file computed
             in its own quantised types by llama-cpp-python, one prompt at a time: the packaged
-            1.5B judge a third of the CPU time and a quarter of the memory; bash install.sh
+            1.5B judge 0.43x the CPU time per item and 0.31x the memory; bash install.sh
             --llama-cpp)
     """
 
