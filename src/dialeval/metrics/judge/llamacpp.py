@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DialevalError
-from .metric import MIN_PREFIX, JudgeFrame, shared_prefix
+from .frame import MIN_PREFIX, JudgeFrame, shared_prefix
 
 PACKAGE = "llama-cpp-python"
 INSTALL = "bash install.sh --llama-cpp"

@@ -22,7 +22,8 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from ...errors import DialevalError
-from .metric import _cached_judge, resolve_judge_model, shared_prefix
+from .frame import shared_prefix
+from .metric import _cached_judge, resolve_judge_model
 from .prompt import PAIR_PLACEHOLDERS, load_template
 
 LABELS = ("1", "2")
