@@ -38,19 +38,17 @@ MAX_CTX = 8192          # the memory's window, capped: the prompts here are far 
 
 
 def gguf_file(path: str) -> str:
-    """The GGUF file `path` names (the file, or a folder holding exactly one), or a one-line error:
-    llama.cpp reads nothing else."""
-    if os.path.isfile(path):
-        if path.endswith(".gguf"):
-            return path
-    elif os.path.isdir(path):
-        names = sorted(n for n in os.listdir(path) if n.endswith(".gguf"))
-        if len(names) == 1:
-            return os.path.join(path, names[0])
-        if len(names) > 1:
-            raise DialevalError(f"{path}: {len(names)} .gguf files; give --judge-model the file itself")
-    raise DialevalError(f"{path}: --judge-backend llama.cpp reads a GGUF file, and this is not one "
-                        "(a packaged one: --judge-model qwen1.5b)")
+    """The GGUF file `path` names (the file, or a folder holding exactly one: the backbone
+    loader's rule), or a one-line error: llama.cpp reads nothing else."""
+    from ...backbones.loading import _gguf_files
+
+    names = _gguf_files(path) if os.path.exists(path) else []
+    if len(names) > 1:
+        raise DialevalError(f"{path}: {len(names)} .gguf files; give --judge-model the file itself")
+    if not names:
+        raise DialevalError(f"{path}: --judge-backend llama.cpp reads a GGUF file, and this is not one "
+                            "(a packaged one: --judge-model qwen1.5b)")
+    return path if os.path.isfile(path) else os.path.join(path, names[0])
 
 
 BACKENDS = ("torch", "llama.cpp")
@@ -196,12 +194,14 @@ class LlamaCppJudge(JudgeFrame):
 
         from ...backbones.fingerprint import model_fingerprint
         from ...backbones.runtime import offline_environment, thread_count
+        from ...progress import loading
 
         offline_environment()
         file = gguf_file(path)
-        self.runtime = LlamaCppModel(file, thread_count())
-        tokenizer = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(file)),
-                                                  gguf_file=os.path.basename(file), local_files_only=True)
+        with loading(f"judge {os.path.basename(file)} (llama.cpp)"):
+            self.runtime = LlamaCppModel(file, thread_count())
+            tokenizer = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(file)),
+                                                      gguf_file=os.path.basename(file), local_files_only=True)
         super().__init__(tokenizer, file, self.runtime.n_ctx, model_fingerprint(file))
 
     def rating_logits(self, tokens: list[list[int]], ids: list[int], batch_tokens: int,
