@@ -122,9 +122,24 @@ def test_training_learns_the_pairs(tiny_lm):
 def test_normalisation_by_hand():
     from dialeval.metrics.lm.metric import normalise
 
-    # eq. 2 / 4 give 0, 0.5, 1, 0; under the knee 0.05 the value is then squashed to
-    # 0.05^2 / (0.1 - z): 0.0025 / 0.1 = 1/40 for the clipped 0, above a blank response's 0
-    np.testing.assert_allclose(normalise(np.array([-5.0, -2.0, 0.0, -4.0]), -4.0), [1 / 40, 0.5, 1.0, 1 / 40])
+    # (raw - bound) / -bound gives -0.25, 0.5, 1, 0 (eq. 2 / 4 would clip the first to 0);
+    # under the knee 0.05 the value is then squashed to 0.05^2 / (0.1 - z): 0.0025 / 0.1 = 1/40
+    # at the bound, 0.0025 / 0.35 = 1/140 under it, both above a blank response's 0, in order
+    np.testing.assert_allclose(normalise(np.array([-5.0, -2.0, 0.0, -4.0]), -4.0), [1 / 140, 0.5, 1.0, 1 / 40])
+    assert normalise(np.array([-np.inf]), -4.0)[0] == 0.0
+
+
+def test_normalisation_keeps_the_order_of_raw_scores_under_the_bound():
+    """No two different log-probabilities tie, however far under the bound (the paper's clip
+    tied them all at 0, so a good reply under it could not beat a parrot under it), and every
+    real one stays above a blank response's 0 and at or below 1."""
+    from dialeval.metrics.lm.metric import normalise
+
+    raw = -np.geomspace(1e-3, 60.0, 400)[::-1]          # increasing, from -60 to -0.001
+    for bound in (-4.43, -1.0, -9.5):
+        z = normalise(raw, bound)
+        assert np.all(np.diff(z) > 0)
+        assert z[0] > 0 and z[-1] <= 1
     with pytest.raises(DialevalError):
         normalise(np.array([-1.0]), 0.0)
 

@@ -84,18 +84,25 @@ def test_the_normalisations_share_the_map():
     from dialeval.metrics.lm.metric import normalise
     from dialeval.metrics.mme.normalise import apply_range
 
-    # the map comes after each published normalisation (its clips kept): the new score is a
-    # strictly increasing function of the old one, so rankings and ties are what they were
+    # the map comes after each published normalisation: USL-H's clip kept, so the new score is a
+    # strictly increasing function of the old one (rankings and ties what they were); the LM's
+    # eq. 2 unclipped, so it is the paper's value mapped from the bound up and keeps the order
+    # of the raw scores under it, where the paper tied them at 0
     raw = np.array([-50.0, -9.0, -4.0, -3.9, -1.0, 0.0])
     paper = (np.maximum(-4.0, raw) + 4.0) / 4.0
-    np.testing.assert_array_equal(normalise(raw, -4.0), lift(paper))
+    lm = normalise(raw, -4.0)
+    np.testing.assert_array_equal(lm, lift((raw + 4.0) / 4.0))
+    np.testing.assert_array_equal(lm[raw >= -4.0], lift(paper)[raw >= -4.0])
+    assert np.all(np.diff(lm) > 0) and np.all(lm[raw < -4.0] < KNEE / 2)
     x = np.array([0.0, 0.2, 0.3, 0.31, 0.5, 0.99])
     usl = (np.clip(x, 0.3, 0.8) - 0.3) / 0.5
     np.testing.assert_array_equal(apply_range(x, 0.3, 0.8), lift(usl))
-    for old, new in ((paper, normalise(raw, -4.0)), (usl, apply_range(x, 0.3, 0.8))):
-        assert np.all(new > 0) and np.all(new >= old) and np.all(new - old <= KNEE / 2 + 1e-15)
+    for old, new in ((paper, lm), (usl, apply_range(x, 0.3, 0.8))):
+        assert np.all(new > 0) and np.all(new - old <= KNEE / 2 + 1e-15)
         assert np.array_equal(np.argsort(old, kind="stable"), np.argsort(new, kind="stable"))
-        assert np.array_equal(old[:, None] == old[None, :], new[:, None] == new[None, :])
+    assert np.all(apply_range(x, 0.3, 0.8) >= usl)
+    new = apply_range(x, 0.3, 0.8)
+    assert np.array_equal(usl[:, None] == usl[None, :], new[:, None] == new[None, :])
 
 
 def test_a_signature_read_without_the_map():

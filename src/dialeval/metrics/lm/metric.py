@@ -1,11 +1,14 @@
 """`lm_coherence`, `lm_fluency` and their raw variants as metrics.
 
 Raw scores are mean log-probabilities per response token (eq. 1 and 3). The normalised ones
-(eq. 2 and 4) clip at a lower bound, the `lm_percentile`-th percentile of the raw scores of a
-reference set stored with the model, and map [bound, 0] onto [0, 1]. That 0 is also the floor
-a blank response scores, so the value then goes through the shared squashing map
-(`metrics.softfloor`): from 0.05 up it is the paper's exactly, and [0, 0.05) is squashed into
-[0.025, 0.05) in the same order, strictly above the floor. Coherence uses the
+(eq. 2 and 4) map [bound, 0] onto [0, 1], the bound being the `lm_percentile`-th percentile of
+the raw scores of a reference set stored with the model. The paper clips everything under the
+bound to 0, which is also the floor a blank response scores; so, instead, the unit-scale value
+goes through the shared squashing map (`metrics.softfloor`) unclipped: from 0.05 up it is the
+paper's exactly, [0, 0.05) is squashed into [0.025, 0.05), and everything under the bound into
+(0, 0.025), all in the order of the raw scores. A real reply under the bound therefore still
+ranks against a degenerate one under it (a parrot, a loop) instead of tying with it, and only
+a log-probability of -inf reaches the blank reply's 0. Coherence uses the
 sample's last context turn as the query (the rated data's setting); a sample without context
 gets NaN coherence. Raw scores are memoised on the batch, so the four metrics share one pass.
 """
@@ -25,16 +28,20 @@ from ..softfloor import SIGNATURE_FIELD, lift
 from .checkpoint import LoadedLM, cached_lm, lm_settings, peek
 from .logprob import BATCH_SIZE, LMOptions, TOKEN_BUDGET
 
+# the signature entry that tells scores ordered under the bound from the paper's clipped ones
+FLOOR_FIELD = ("under", "ordered")
+
 LM_OPTIONS = ("lm_model", "lm_percentile", "lm_batch_size", "lm_token_budget", "lm_precision", "lm_device",
               "lm_context_turns", "lm_layout")
 
 
 def normalise(raw: np.ndarray, bound: float) -> np.ndarray:
-    """Eq. 2 / 4, (max(bound, raw) - bound) / -bound, in [0, 1] for raw <= 0, with its bottom
-    [0, 0.05) squashed into [0.025, 0.05) by `softfloor.lift`, above a blank response's 0."""
+    """Eq. 2 / 4 without the clip: (raw - bound) / -bound, which is 1 at raw = 0 and negative
+    under the bound, through `softfloor.lift`, which keeps it in (0, 1] and in order (the
+    bottom [0, 0.05) into [0.025, 0.05), everything under the bound into (0, 0.025))."""
     if not bound < 0:
         raise DialevalError(f"normalisation bound must be negative, got {bound}")
-    return lift((np.maximum(bound, raw) - bound) / -bound)
+    return lift((np.asarray(raw, dtype=np.float64) - bound) / -bound)
 
 
 class CausalLMMetric(ModelMetric):
@@ -186,6 +193,7 @@ class LMScore(CausalLMMetric, LMOptions):
             opts.append(("pct", self.percentile))
             opts.append(("bound", round(self.bound, 4)))
             opts.append(SIGNATURE_FIELD)
+            opts.append(FLOOR_FIELD)
         return opts
 
 
