@@ -10,7 +10,6 @@ value of a metric reduces the statistics of all samples together.
 
 from __future__ import annotations
 
-import math
 import sys
 import warnings
 from dataclasses import dataclass, field

@@ -7,14 +7,13 @@ record is validated field by field before anything is scored or written.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import math
 import os
 import re
 from itertools import chain
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 

@@ -261,8 +261,8 @@ def dequantise_gguf(gguf_path: Path, output: Path) -> None:
     the same config without the quantization entry.
     """
     try:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        import torch  # noqa: F401  (the check that the extra is installed)
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
     except ImportError:
         raise DialevalError("dequantising a GGUF model needs torch, transformers, gguf and accelerate: "
                             "pip install 'dialeval[pretrained]'") from None

@@ -27,9 +27,7 @@ def system_colours(systems: Sequence[str]) -> dict[str, str]:
     from ..optional import require
 
     matplotlib = require("matplotlib", "drawing the report's figures", "report")
-    import matplotlib.colors
-
-    to_hex = matplotlib.colors.to_hex
+    from matplotlib.colors import to_hex
     cmap = matplotlib.colormaps["tab10" if len(systems) <= 10 else "tab20"]
     return {s: to_hex(cmap(i % cmap.N)) for i, s in enumerate(systems)}
 

@@ -235,7 +235,7 @@ class LMTrainer(Estimator):
             train_pairs, ref_pairs = _split_pairs(all_pairs, cfg.reference_pairs, cfg.seed)
         if cfg.reference_pairs <= 0 or not ref_pairs:
             raise DialevalError(
-                f"no reference pairs for the normalisation bounds of lm_coherence/lm_fluency: "
+                "no reference pairs for the normalisation bounds of lm_coherence/lm_fluency: "
                 + (f"{reference_corpus} has no query-response pairs" if reference_corpus else
                    f"{corpus} has {len(all_pairs)} pairs and a tenth is held out only from 20 pairs on")
                 + "; give a larger corpus or --reference-corpus FILE")

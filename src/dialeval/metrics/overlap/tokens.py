@@ -165,7 +165,6 @@ class NgramCounts:
 def ngram_counts(batch: Batch, tokenizer: str, n: int) -> NgramCounts:
     """Memoised per batch, so BLEU and CIDEr count each order once."""
     def build() -> NgramCounts:
-        tb = tokenized(batch, tokenizer)
         (h_sent, h_key), (r_sent, r_key) = ngram_occurrences(batch, tokenizer, n)
         bound = int(max(h_key.max(initial=-1), r_key.max(initial=-1))) + 1
         return NgramCounts(*count_pairs(h_sent, h_key, bound), *count_pairs(r_sent, r_key, bound), bound)
