@@ -254,6 +254,43 @@ def test_train_lm_interrupted_then_resumed_writes_the_same_bytes(tmp_path, capsy
     assert _normalised_files(tmp_path / "straight", tmp_path) == _normalised_files(tmp_path / "stopped", tmp_path)
 
 
+def test_train_lm_lora_interrupted_then_resumed_writes_the_same_bytes(tmp_path, capsys, monkeypatch):
+    """The shipped LM's own path (`train lm --lora`, with the parrot and loop negatives its recipe
+    trains against) stopped after its third checkpoint and resumed: the same adapter, config
+    and reference scores as a run that was never stopped."""
+    pytest.importorskip("peft")
+    from test_lm_lora import _corpus, _tiny_llama_folder
+
+    from dialeval.cli import main
+
+    base = _tiny_llama_folder(tmp_path / "base")
+    corpus = _corpus(tmp_path / "dialogues.txt", n=40)
+
+    def train(out, *extra):
+        return main(["train", "lm", "--lora", base, "--corpus", corpus, "-o", str(out), "--max-steps", "8",
+                     "--batch-size", "4", "--max-length", "24", "--lora-rank", "2", "--lora-alpha", "4",
+                     "--reference-pairs", "10", "--threads", "1", "--negatives", "parrot,loop",
+                     "--negative-share", "0.25", "--seed", "0", "--checkpoint-minutes", "0.00001", *extra])
+
+    assert train(tmp_path / "straight") == 0
+
+    def interrupt(self, state):
+        if self.run.saves == 3 and not state.get("done"):
+            raise KeyboardInterrupt
+    monkeypatch.setattr(R.LoopCheckpoint, "after_save", interrupt)
+    capsys.readouterr()
+    assert train(tmp_path / "stopped") == 130
+    assert "run the same command with --resume to continue" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "stopped").exists()
+    monkeypatch.setattr(R.LoopCheckpoint, "after_save", lambda self, state: None)
+    _disturb()
+    assert train(tmp_path / "stopped", "--resume") == 0
+    assert not os.path.exists(checkpoint_folder(str(tmp_path / "stopped")))
+    straight, stopped = (_normalised_files(tmp_path / n, tmp_path) for n in ("straight", "stopped"))
+    assert "adapter_model.safetensors" in straight
+    assert straight == stopped
+
+
 def test_a_refused_input_leaves_no_checkpoint_behind(tmp_path, capsys):
     from dialeval.cli import main
 
