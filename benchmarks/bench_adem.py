@@ -168,7 +168,7 @@ def cmd_main(args):
             t0 = time.time()
             m = fit("adem", vec, rows, train, val)
             timing[(setting, name)] = time.time() - t0
-            chosen[f"{setting} | {name}"] = {"pca_dims": m.pca_dims, "dims": m.M_.shape[0], "lr": m.lr,
+            chosen[f"{setting} | {name}"] = {"pca_dims": m.pca_dims, "dims": m.head_.dims, "lr": m.lr,
                                              "best_epoch": m.training_["best_epoch"],
                                              "val_spearman": round(m.training_["val_spearman"], 4)}
             if setting.startswith("in-domain") and args.save_dir:
@@ -343,7 +343,7 @@ def cmd_finetune(args):
                             "bootstrap_p": c.bootstrap_p}
         info = m.training_["finetune"]
         rec = {"setting": setting, "n": int(len(te)), "train_rows": len(train), "validation_rows": len(val),
-               "stage1": {"pca_dims": m.pca_dims, "dims": int(m.M_.shape[0]), "lr": m.lr,
+               "stage1": {"pca_dims": m.pca_dims, "dims": m.head_.dims, "lr": m.lr,
                           "val_spearman": info["val_spearman_stage1"], "cpu_s": round(stage1_cpu, 1),
                           "from_recorded_settings": bool(chosen)},
                "stage2": {k: v for k, v in info.items()}, "stage2_cpu_s": round(stage2_cpu, 1),
@@ -524,7 +524,6 @@ def cmd_speed(args):
     encoded) beside BLEU-2 in the same process; and artifact sizes."""
     from dialeval.metrics.base import Batch
     from dialeval.metrics.learned.adem.data import load_rated_set
-    from dialeval.metrics.learned.adem.model import Adem
     from dialeval.metrics.registry import build_metric
 
     from adem_common import DATA
@@ -535,7 +534,7 @@ def cmd_speed(args):
     t0 = time.time()
     build_metric("bleu2").compute(batch)
     out["bleu2_seconds"] = time.time() - t0
-    for spec, folder in [("minilm", args.minilm_model)] + ([(f"hred", args.hred_model)] if args.hred_model else []) \
+    for spec, folder in [("minilm", args.minilm_model)] + ([("hred", args.hred_model)] if args.hred_model else []) \
             + ([("minilm-finetuned", args.tuned_model)] if args.tuned_model else []):
         metric = build_metric("adem", adem_model=folder)
         if args.warm:   # load the model and the libraries first, on texts of another set

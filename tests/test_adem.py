@@ -98,7 +98,7 @@ def test_l1_preset_shrinks_more_than_nothing():
     C, R, H, y, lengths = synthetic()
     strong = Adem(pca_dims=8, gamma=50.0, max_epochs=30, oversample=False).fit_vectors(C, R, H, y, lengths)
     weak = Adem(pca_dims=8, gamma=0.0, max_epochs=30, oversample=False).fit_vectors(C, R, H, y, lengths)
-    assert np.abs(strong.M_).sum() < np.abs(weak.M_).sum()
+    assert np.abs(strong.head_.M).sum() < np.abs(weak.head_.M).sum()
 
 
 def test_search_keeps_the_setting_best_on_validation_and_equals_training_it_directly():
@@ -112,7 +112,7 @@ def test_search_keeps_the_setting_best_on_validation_and_equals_training_it_dire
     best = max(tried, key=lambda t: t["val_spearman"])
     assert (m.pca_dims, m.lr) == (best["pca_dims"], best["lr"])
     # the rule lives in all 12 dimensions: two PCA dimensions cannot hold it
-    assert m.pca_dims == 0 and m.M_.shape == (12, 12)
+    assert m.pca_dims == 0 and m.head_.M.shape == (12, 12)
     direct = Adem(**base, pca_dims=m.pca_dims, lr=m.lr).fit_vectors(C[:200], R[:200], H[:200], y[:200],
                                                                     lengths[:200], val=val)
     assert np.array_equal(m.predict_vectors(*val[:3]), direct.predict_vectors(*val[:3]))
@@ -141,10 +141,11 @@ def test_adam_in_place_equals_the_textbook_update_bit_for_bit():
 
 
 def test_oversampling_balances_score_classes_within_length_bins():
-    m = Adem(max_oversample=10)
+    from dialeval.metrics.learned.adem.training import oversampled
+
     y = np.array([1] * 2 + [5] * 10 + [3] * 6, dtype=float)
     lengths = np.array([5] * 18)     # one length: the terciles collapse into one bin
-    idx = m._oversampled(y, lengths, np.random.default_rng(0))
+    idx = oversampled(y, lengths, np.random.default_rng(0), max_oversample=10)
     counts = np.bincount(np.rint(y[idx]).astype(int), minlength=6)
     assert counts[1] == counts[3] == counts[5] == 10
     assert set(range(18)) <= set(idx.tolist())          # no original row dropped
@@ -258,6 +259,43 @@ def test_hred_model_is_one_folder_that_survives_moving_its_encoder(encoder_dir, 
         handle.write(b"x")
     with pytest.raises(DialevalError, match="changed since the artifact was saved"):
         Adem.load(moved)
+
+
+def assert_saves_the_same_bytes(folder, tmp_path):
+    """`Adem.load(folder).save(...)` writes every file `save` writes with the folder's bytes (a
+    shipped folder also holds card.json, which packaging adds and the manifest lists)."""
+    again = tmp_path / "again"
+    Adem.load(folder).save(again)
+    written = sorted(str(p.relative_to(again)) for p in again.rglob("*") if p.is_file())
+    assert "config.json" in written and "arrays.npz" in written
+    for rel in written:
+        if rel != "manifest.json":
+            assert (again / rel).read_bytes() == (folder / rel).read_bytes(), rel
+    mine, theirs = (json.loads((f / "manifest.json").read_text()) for f in (again, folder))
+    assert {k: v for k, v in theirs.items() if k != "files"} == {k: v for k, v in mine.items() if k != "files"}
+    assert mine["files"] == {k: v for k, v in theirs["files"].items() if k != "card.json"}
+
+
+@pytest.mark.parametrize("variant", ["adem", "c_adem", "r_adem"])
+def test_shipped_folders_load_and_save_to_the_same_bytes(variant, tmp_path):
+    """The fitted parts (head, copy term, encoder state) flatten back to the names and values
+    the shipped folders hold: config.json, arrays.npz and the manifest's entries, byte for byte."""
+    folder = REPO / "packages" / "dialeval-models" / "src" / "dialeval_models" / variant
+    need(folder / "config.json")
+    assert_saves_the_same_bytes(folder, tmp_path)
+
+
+def test_a_trained_hred_model_loads_and_saves_its_state_unchanged(adem_dir, tmp_path):
+    """The same for a model with a bundled hierarchical encoder, but for the `encoder` parameter,
+    which a loaded model points at its folder's copy of the encoder."""
+    from pathlib import Path
+
+    folder, again = Path(adem_dir[0]), tmp_path / "again"
+    Adem.load(folder).save(again)
+    for rel in ("arrays.npz", "encoder/arrays.npz", "encoder/config.json", "encoder/manifest.json"):
+        assert (again / rel).read_bytes() == (folder / rel).read_bytes(), rel
+    mine, theirs = (json.loads((f / "config.json").read_text()) for f in (again, folder))
+    assert mine["state"] == theirs["state"] and mine["params"]["encoder"] == f"hred:{folder / 'encoder'}"
 
 
 def test_wrong_variant_is_refused(adem_dir):

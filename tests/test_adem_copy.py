@@ -47,8 +47,8 @@ def test_a_model_learns_the_term_saves_it_and_a_parrot_pays(tmp_path):
     rows = rows_for(80)
     model = Adem(encoder=f"hred:{encoder}", pca_dims=4, max_epochs=20, copy_term=True).fit(rows)
     record = model.training_["copy_term"]
-    assert model.copy_weight_ > 0        # the toy model ranks its rows' questions above their answers
-    assert record["weight"] == model.copy_weight_ and record["knee"] == model.copy_knee_
+    assert model.copy_term_.weight > 0        # the toy model ranks its rows' questions above their answers
+    assert record["weight"] == model.copy_term_.weight and record["knee"] == model.copy_term_.knee
     model.save(tmp_path / "adem")
     again = Adem.load(tmp_path / "adem")
     ctx = [r.context for r in rows[:6]]
@@ -57,6 +57,6 @@ def test_a_model_learns_the_term_saves_it_and_a_parrot_pays(tmp_path):
     np.testing.assert_array_equal(again.predict(ctx, refs, parrots), model.predict(ctx, refs, parrots))
     without = model.predict_vectors(*model.encode(ctx, refs, parrots))
     lost = without - model.predict(ctx, refs, parrots)
-    np.testing.assert_allclose(lost, np.full(6, model.copy_weight_))     # a copy loses the whole weight
+    np.testing.assert_allclose(lost, np.full(6, model.copy_term_.weight))     # a copy loses the whole weight
     with pytest.raises(DialevalError, match="r_adem never reads"):
         Adem(encoder=f"hred:{encoder}", variant="r_adem", copy_term=True).fit(rows)

@@ -143,11 +143,11 @@ def test_save_load_round_trip_scores_identically(tuned_dir):
     want = model.predict(*args)
     frozen = Adem(**{**PARAMS, "finetune_layers": 0})
     for name in model.fitted_attributes():
-        if name not in ("tuned_layers_", "tuned_indices_", "weights_id_", "encoder_fingerprint_"):
+        if name != "encoder_state_":
             setattr(frozen, name, getattr(model, name))
     assert np.abs(frozen.predict(*args) - want).max() > 1e-4       # the tuned layer matters
     loaded = Adem.load(path)
-    assert loaded.is_tuned() and loaded.tuned_indices_ == [5]
+    assert loaded.is_tuned() and loaded.encoder_state_.indices == [5]
     assert np.array_equal(loaded.predict(*args), want)
     cfg = json.loads(open(os.path.join(path, "config.json")).read())
     manifest = json.loads(open(os.path.join(path, "manifest.json")).read())
@@ -155,7 +155,18 @@ def test_save_load_round_trip_scores_identically(tuned_dir):
     samples = [{"id": r.id, "context": r.context, "response": r.response, "references": r.references} for r in rows]
     result = dialeval.score(samples, ["adem"], adem_model=path)
     assert np.allclose([rec["scores"]["adem"] for rec in result.records()], want)
-    assert f"+top1@{model.weights_id_}" in result.signatures["adem"]
+    assert f"+top1@{model.encoder_state_.weights_id}" in result.signatures["adem"]
+
+
+def test_tuned_model_loads_and_saves_to_the_same_bytes(tuned_dir, tmp_path):
+    """encoder.safetensors, the tuned layers' indices and content hash and the fingerprint come
+    back from the encoder state as they were written."""
+    from pathlib import Path
+
+    from test_adem import assert_saves_the_same_bytes
+
+    assert_saves_the_same_bytes(Path(tuned_dir[0]), tmp_path)
+    assert (tmp_path / "again" / "encoder.safetensors").exists()
 
 
 def test_tuned_model_runs_in_bf16_close_to_fp32(tuned_dir):
@@ -173,7 +184,7 @@ def test_tuned_model_runs_in_bf16_close_to_fp32(tuned_dir):
     np.testing.assert_allclose(b, a, atol=0.05, rtol=0)
     assert (a != b).any()
     sig = str(bf16.signatures["adem"])
-    assert f"+top1@{model.weights_id_}" in sig and "dtype:bf16" in sig.split("|")
+    assert f"+top1@{model.encoder_state_.weights_id}" in sig and "dtype:bf16" in sig.split("|")
 
 
 def _cli(*args):

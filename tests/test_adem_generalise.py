@@ -64,7 +64,7 @@ def test_uncentred_start_with_all_dimensions_is_the_cosine():
     y = rng.uniform(1, 5, 60)
     m = Adem(pca_dims=0, centre=False, max_epochs=1).fit_vectors(C, R, H, y).at_initialisation()
     cos = np.einsum("ij,ij->i", R, H) + np.einsum("ij,ij->i", C, H)
-    assert np.allclose(m.predict_vectors(C, R, H), (cos - m.alpha_) / m.beta_)
+    assert np.allclose(m.predict_vectors(C, R, H), (cos - m.head_.alpha) / m.head_.beta)
 
 
 def test_ranking_and_standardised_training_run_and_keep_the_defaults_unchanged():
@@ -74,9 +74,9 @@ def test_ranking_and_standardised_training_run_and_keep_the_defaults_unchanged()
     g = np.repeat([0, 1], 60)
     base = Adem(pca_dims=6, max_epochs=5).fit_vectors(C, R, H, y)
     same = Adem(pca_dims=6, max_epochs=5).fit_vectors(C, R, H, y, None, g)   # groups alone change nothing
-    assert np.array_equal(base.M_, same.M_)
+    assert np.array_equal(base.head_.M, same.head_.M)
     ranked = Adem(pca_dims=6, max_epochs=5, rank_weight=1.0, standardise=True).fit_vectors(C, R, H, y, None, g)
-    assert not np.array_equal(base.M_, ranked.M_) and np.isfinite(ranked.M_).all()
+    assert not np.array_equal(base.head_.M, ranked.head_.M) and np.isfinite(ranked.head_.M).all()
 
 
 def test_hard_negatives_are_made_from_training_rows_only():

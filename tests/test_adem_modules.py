@@ -43,3 +43,24 @@ def test_rated_sets_take_folder_and_reference_systems_from_the_registry():
         assert rated.name == name and rated.folder == get_spec(name).folder
     assert [n for n, s in RATED_SETS.items() if s.references == "none"] == ["fed-turn", "holistic-coherence"]
     assert RatedSet("usr-tc", "engaging").folder == "usr"
+
+
+def test_a_fitted_model_is_its_parts_and_saves_them_under_the_old_names():
+    """State has one owner: the bilinear head (bilinear.py) holds the PCA, M, N, alpha and beta;
+    a model made from another gets its own head; a folder still names them M_, alpha_, ..."""
+    import numpy as np
+
+    from dialeval.metrics.learned.adem.bilinear import BilinearHead
+
+    rng = np.random.default_rng(0)
+    C, R, H = (rng.normal(size=(40, 6)) for _ in range(3))
+    m = model.Adem(pca_dims=4, max_epochs=2, oversample=False).fit_vectors(C, R, H, rng.uniform(1, 5, 40))
+    assert m.fitted_attributes() == ["head_", "training_"]
+    assert sorted(k for k in vars(m) if k.endswith("_")) == ["head_", "training_"]
+    assert isinstance(m.head_, BilinearHead) and m.head_.dims == 4
+    init = m.at_initialisation()
+    assert np.array_equal(init.head_.M, np.eye(4)) and not np.array_equal(m.head_.M, np.eye(4))
+    assert init.head_.alpha == m.head_.alpha and init.training_ is m.training_
+    values, arrays = m._state()
+    assert list(arrays) == ["M_", "N_", "pca_components_", "pca_mean_"]
+    assert sorted(values) == ["alpha_", "beta_", "training_"]

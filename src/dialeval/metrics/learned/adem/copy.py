@@ -60,6 +60,36 @@ def penalty(x: np.ndarray, weight: float, knee: float) -> np.ndarray:
     return float(weight) * np.clip((np.asarray(x, dtype=float) - knee) / (1.0 - knee), 0.0, 1.0)
 
 
+class CopyTerm:
+    """A fitted model's copy term: its weight and knee, and what they take off a score. Weight
+    0 is a term that was tried and lost (kept, so the folder says so)."""
+
+    def __init__(self, weight: float = 0.0, knee: float = KNEES[0]):
+        self.weight, self.knee = weight, knee
+
+    @classmethod
+    def chosen(cls, record: dict) -> "CopyTerm":
+        """The term `choose` picked."""
+        return cls(record["weight"], record["knee"])
+
+    @property
+    def active(self) -> bool:
+        return bool(self.weight)
+
+    def apply(self, scores: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """`scores` less what each row loses for its overlap `x` with its context's last turn."""
+        return scores - penalty(x, self.weight, self.knee)
+
+    def state(self) -> dict:
+        """config.json's values, under the names ADEM folders have always used."""
+        return {"copy_weight_": self.weight, "copy_knee_": self.knee}
+
+    @classmethod
+    def from_state(cls, values) -> "CopyTerm | None":
+        """The term a folder records, or None for a model trained without one."""
+        return cls(values["copy_weight_"], values.get("copy_knee_", KNEES[0])) if "copy_weight_" in values else None
+
+
 def choose(scores: np.ndarray, x: np.ndarray, y: np.ndarray, groups: np.ndarray,
            copy_scores: np.ndarray, copy_x: np.ndarray) -> dict:
     """The (weight, knee) of the grid with the best mean within-set Spearman over the validation

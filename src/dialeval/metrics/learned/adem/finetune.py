@@ -44,6 +44,8 @@ from ....backbones.tuning import (TunedBackbone, by_layer, layer_tensors, on_bac
                                   tune_top_layers)
 from dialeval.stats import spearman
 
+from .bilinear import BilinearHead
+
 __all__ = ["TunedMiniLM", "LowerStates", "RowTexts", "finetune_adem", "finetune_rows", "base_model", "top_vectors",
            "context_text", "max_tokens", "tensors_id", "by_layer"]
 
@@ -130,13 +132,16 @@ class RowTexts:
         return self.contexts + [t for rs in self.references for t in rs] + self.responses
 
 
-def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray, val: RowTexts, y_val: np.ndarray,
-                  *, layers: int, epochs: int, lr: float, model_dir: str, deadline: float | None = None,
-                  say: Callable[[str], None] | None = None, checkpoint=None) -> dict:
-    """Train the top `layers` layers with M, N of a stage-1-fitted `model` (an `Adem`).
+def finetune_adem(model, head: BilinearHead, train: RowTexts, y: np.ndarray, order_pool: np.ndarray, val: RowTexts,
+                  y_val: np.ndarray, *, layers: int, epochs: int, lr: float, model_dir: str,
+                  deadline: float | None = None, say: Callable[[str], None] | None = None,
+                  checkpoint=None) -> tuple[dict, BilinearHead, dict | None]:
+    """Train the top `layers` layers with the M, N of `head`, the stage-1 head of `model` (an
+    `Adem`, whose settings and stage-1 record are read).
 
     `order_pool` lists the training row indices of an epoch (stage 1's oversampled rows).
-    Returns a record; the model's M_, N_ and (when a stage-2 state won) `tuned_layers_` are set."""
+    Returns (record, head, tuned layers): the stage-2 head and layers when a stage-2 state won,
+    else `head` itself and None."""
     import torch
 
     from ....backbones.batching import length_batches
@@ -151,13 +156,13 @@ def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray,
     n_lower = prep.n_lower
     top = prep.trainable_top()
     top.eval()                                 # no dropout in the tuned layers (as MME)
-    use_c, use_r = model.variant in ("adem", "c_adem"), model.variant in ("adem", "r_adem")
-    mu = torch.tensor(model.pca_mean_, dtype=torch.float32, device=dev)
-    P = torch.tensor(model.pca_components_.T, dtype=torch.float32, device=dev)
-    M = torch.nn.Parameter(torch.tensor(model.M_, dtype=torch.float32, device=dev))
-    N = torch.nn.Parameter(torch.tensor(model.N_, dtype=torch.float32, device=dev))
+    use_c, use_r = head.uses_context, head.uses_reference
+    mu = torch.tensor(head.pca_mean, dtype=torch.float32, device=dev)
+    P = torch.tensor(head.pca_components.T, dtype=torch.float32, device=dev)
+    M = torch.nn.Parameter(torch.tensor(head.M, dtype=torch.float32, device=dev))
+    N = torch.nn.Parameter(torch.tensor(head.N, dtype=torch.float32, device=dev))
     used = [p for p, u in ((M, use_c), (N, use_r)) if u]
-    alpha, beta = float(model.alpha_), float(model.beta_)
+    alpha, beta = float(head.alpha), float(head.beta)
     gamma, penalty = model.gamma_value(), model.penalty()
     batch_size = int(model.batch_size)
     per_epoch = math.ceil(len(order_pool) / batch_size)
@@ -204,7 +209,7 @@ def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray,
         H = np.stack([vec[t] for t in val.responses])
         R = np.stack([np.mean([vec[t] for t in rs], axis=0) if rs else np.full(H.shape[1], np.nan)
                       for rs in val.references])
-        pred = model._predict_with(C, R, H, M.detach().double().cpu().numpy(), N.detach().double().cpu().numpy())
+        pred = head.predict_with(C, R, H, M.detach().double().cpu().numpy(), N.detach().double().cpu().numpy())
         ok = np.isfinite(pred)
         return spearman(pred[ok], y_val[ok]) if ok.sum() >= 3 and np.std(pred[ok]) > 0 else -math.inf
 
@@ -244,25 +249,22 @@ def finetune_adem(model, train: RowTexts, y: np.ndarray, order_pool: np.ndarray,
             "best_step": result.best_step, "kept_stage1": result.best_state is None, "curve": curve,
             "texts": len(prep.texts), "encode_seconds": round(prep.seconds, 1),
             "seconds": round(time.monotonic() - started, 1)}
-    if result.best_state is not None:
-        top.load_state_dict(result.best_state[0])
-        model.M_, model.N_ = result.best_state[1], result.best_state[2]
-        model.tuned_layers_ = layer_tensors(top, n_lower)
-    return info
+    if result.best_state is None:
+        return info, head, None
+    top.load_state_dict(result.best_state[0])
+    return info, head.with_bilinear(result.best_state[1], result.best_state[2]), layer_tensors(top, n_lower)
 
 
-def finetune_rows(model, rows: Sequence, train_idx: Sequence[int], val_idx: Sequence[int], *,
-                  progress: Callable[[str], None] | None = None, checkpoint=None):
+def finetune_rows(model, head: BilinearHead, rows: Sequence, train_idx: Sequence[int], val_idx: Sequence[int], *,
+                  progress: Callable[[str], None] | None = None,
+                  checkpoint=None) -> tuple[dict, BilinearHead, dict | None]:
     """See `Adem.finetune_rows`: the rated rows as stage 2 reads them (stage 1's split, its
-    oversampled epoch), `finetune_adem`, then the winning layers made the model's encoder."""
-    from ....errors import DialevalError
+    oversampled epoch), then `finetune_adem` from `head`, what it returns being for the model
+    to keep."""
     from .encoders import make_encoder
+    from .training import oversampled
 
-    model._check()
-    layers = int(model.finetune_layers or 0)
-    if layers < 1:
-        raise DialevalError("finetune_rows needs finetune_layers >= 1")
-    model.check_fitted()
+    layers = int(model.finetune_layers)
     use_r = model.variant in ("adem", "r_adem")
     k = int(model.context_turns)
     pick = lambda idx: [rows[i] for i in idx if rows[i].references or not use_r]   # noqa: E731
@@ -275,13 +277,9 @@ def finetune_rows(model, rows: Sequence, train_idx: Sequence[int], val_idx: Sequ
     y = np.array([r.score for r in tr], dtype=np.float64)
     lengths = np.array([len(r.response.split()) for r in tr])
     rng = np.random.default_rng(model.seed)
-    pool = model._oversampled(y, lengths, rng) if model.oversample else np.arange(len(y))
+    pool = oversampled(y, lengths, rng, model.max_oversample) if model.oversample else np.arange(len(y))
     deadline = time.monotonic() + 60 * float(model.finetune_minutes) if model.finetune_minutes else None
-    model.tuned_layers_ = None
-    info = finetune_adem(model, texts(tr), y, pool, texts(va), np.array([r.score for r in va]),
+    return finetune_adem(model, head, texts(tr), y, pool, texts(va), np.array([r.score for r in va]),
                          layers=layers, epochs=int(model.finetune_epochs), lr=float(model.finetune_lr),
                          model_dir=make_encoder(model.encoder, k).model_dir, deadline=deadline, say=progress,
                          checkpoint=checkpoint)
-    tuned = model.__dict__.pop("tuned_layers_")
-    model.training_["finetune"] = info
-    return model.set_tuned_layers(tuned)

@@ -128,9 +128,10 @@ class AdemScore(ModelMetric):
             return signature_of(self.adem_model, self.name, config)
         m = self.model
         check_runtime(m.encoder, self.device, self.precision)
+        fingerprint = m.encoder_state_.fingerprint
         return signature_of(self.adem_model, self.name)[:1] + [
-            ("encoder", getattr(m, "encoder_fingerprint_", m.encoder)), ("preset", m.preset),
-            ("pca", int(m.M_.shape[0]))]
+            ("encoder", m.encoder if fingerprint is None else fingerprint), ("preset", m.preset),
+            ("pca", m.head_.dims)]
 
     def option_fields(self) -> list[tuple[str, Any]]:
         return [SIGNATURE_FIELD]
@@ -141,7 +142,7 @@ class AdemScore(ModelMetric):
         m = self.model
         refs = batch.refs if self.needs_references else [[] for _ in batch.hyps]
         # `m.predict` with the encoder on this metric's device and precision (the same steps)
-        enc = encoding.model_encoder(m, self.device, self.precision)
+        enc = m.encoder_object(self.device, self.precision)
         # with the copy term, what a reply loses for repeating the last turn (adem/copy.py)
         score = m.predict_vectors(*encoding.encode(enc, batch.contexts, refs, batch.hyps),
                                   copy=m.copy_overlap(batch.contexts, batch.hyps))

@@ -28,9 +28,13 @@ Fine-tuned variant (`finetune_layers` N > 0, encoder `minilm` only): after the f
 and N under the same loss, early-stopped on the same validation split (`finetune.py`). The
 tuned layers are stored in the folder as `encoder.safetensors` and scoring encodes with them.
 
-This module is the model: its settings, the scoring equation and its folder. The rest has its
-own module: `encoding.py` (which encoder, the vectors, the encoder's files in the folder),
-`training.py` (stage 1), `finetune.py` (stage 2), `search.py` (the settings search).
+This module is the model: its settings, its folder, and the parts a fitted model is made of,
+each with its own module and the one owner of its state: `bilinear.py` (`head_`: the PCA, M, N,
+alpha, beta and the scoring equation), `copy.py` (`copy_term_`: weight and knee), `encoding.py`
+(`encoder_state_`: the encoder's fingerprint and tuned layers; which encoder, the vectors, the
+encoder's files in the folder). `training.py` (stage 1), `finetune.py` (stage 2) and `search.py`
+(the settings search) return parts for the model to keep. A folder stores the parts under the
+flat names (`M_`, `alpha_`, `copy_weight_`, ...) it always had.
 """
 
 from __future__ import annotations
@@ -41,11 +45,12 @@ import numpy as np
 
 from ....errors import DialevalError
 from ....models.estimator import Estimator
-from ...rowwise import rows_times
 from . import encoding, training
+from .bilinear import BilinearHead
+from .copy import CopyTerm
 from .data import RatedRow
-from .encoding import BUNDLED_ENCODER  # noqa: F401  (part of this module's interface)
-from .search import SEARCH_GRID, become_best, search_rows, validation_spearman, vector_search  # noqa: F401
+from .encoding import BUNDLED_ENCODER, EncoderState  # noqa: F401  (part of this module's interface)
+from .search import SEARCH_GRID, search_rows, searched_record, validation_spearman, vector_search  # noqa: F401
 from .training import (NEGATIVE_SCORE, PreparedRows, negative_rows, pairwise_hinge,  # noqa: F401
                        standardise_per_set)
 from ....stats import average_ranks, spearman  # noqa: F401  (part of this module's interface)
@@ -111,6 +116,8 @@ class Adem(Estimator):
 
     kind = KIND
     runtime_params = ("device",)
+    # the fitted parts (see the module's docstring) and the records beside them
+    fitted_parts = ("head_", "copy_term_", "encoder_state_", "scale_mapping_", "training_")
     schema = 3
     since = {"hard_negatives": 2, "copy_term": 3}
 
@@ -185,8 +192,15 @@ class Adem(Estimator):
         return self.variant != "c_adem"
 
     # -- encoding (encoding.py) ------------------------------------------------------------
-    def encoder_object(self):
-        return encoding.model_encoder(self, self.device)
+    def _encoder_state(self) -> EncoderState:
+        """This model's encoder state; an unfitted model reads with the frozen encoder."""
+        return self.__dict__.get("encoder_state_") or EncoderState()
+
+    def encoder_object(self, device: str | None = None, precision: str = "fp32"):
+        """The encoder this model reads with, on `device` (default: the model's) and `precision`,
+        refused when it is not the one it was trained with."""
+        return self._encoder_state().encoder(self.encoder, int(self.context_turns), device or self.device,
+                                             precision)
 
     def encode(self, contexts: Sequence[Sequence[str]], references: Sequence[Sequence[str]],
                responses: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -201,12 +215,12 @@ class Adem(Estimator):
         """Make `tensors` (`encoder.layer.{i}.{name}` -> torch tensor, the top layers) the
         encoder's tuned layers, or go back to the frozen encoder with None; records their
         indices, content hash and the encoder fingerprint that scoring checks."""
-        encoding.set_tuned_layers(self, tensors)
+        self.encoder_state_ = EncoderState.with_layers(tensors, self.encoder, int(self.context_turns))
         return self
 
     def is_tuned(self) -> bool:
         """Whether scoring goes through fine-tuned MiniLM layers (a stage-2 state won)."""
-        return getattr(self, "tuned_layers_", None) is not None
+        return self._encoder_state().tuned
 
     # -- fitting (training.py, finetune.py, search.py) -------------------------------------
     def fit(self, rows: Sequence[RatedRow], *, progress: Callable[[str], None] | None = None,
@@ -222,6 +236,8 @@ class Adem(Estimator):
     def prepare(self, rows: Sequence[RatedRow]) -> PreparedRows:
         """The usable rows, their training/validation split (by context) and their encoder
         vectors: what every stage-1 fit on `rows` starts from, computed once."""
+        self._check()
+        self.__dict__.pop("encoder_state_", None)      # a refit starts from the frozen encoder
         return training.prepare(self, rows)
 
     def finish(self, prepared: PreparedRows, *, progress: Callable[[str], None] | None = None,
@@ -244,7 +260,14 @@ class Adem(Estimator):
         Keeps the stage-1 model when no stage-2 state beats its validation Spearman."""
         from .finetune import finetune_rows
 
-        return finetune_rows(self, rows, train_idx, val_idx, progress=progress, checkpoint=checkpoint)
+        self._check()
+        if int(self.finetune_layers or 0) < 1:
+            raise DialevalError("finetune_rows needs finetune_layers >= 1")
+        self.check_fitted()
+        info, self.head_, layers = finetune_rows(self, self.head_, rows, train_idx, val_idx, progress=progress,
+                                                 checkpoint=checkpoint)
+        self.training_["finetune"] = info
+        return self.set_tuned_layers(layers)
 
     def fit_copy_term(self, rows: Sequence[RatedRow], *, progress: Callable[[str], None] | None = None) -> "Adem":
         """The copy term's weight and knee (`adem/copy.py`) on validation `rows` of a fitted
@@ -252,7 +275,7 @@ class Adem(Estimator):
         from . import copy
 
         rows = [r for r in rows if r.context and (r.references or not self.needs_references())]
-        self.copy_weight_, self.copy_knee_ = 0.0, copy.KNEES[0]       # scores without the term
+        self.copy_term_ = CopyTerm()                                  # scores without the term
         ctx = [r.context for r in rows]
         refs = [r.references for r in rows]
         responses = [r.response for r in rows]
@@ -262,18 +285,19 @@ class Adem(Estimator):
             np.array([r.score for r in rows], dtype=float), np.array([r.dataset for r in rows]),
             self.predict(ctx, refs, parrots), copy.overlap(ctx, parrots)))
         if progress:
-            progress(f"copy term: weight {self.copy_weight_}, knee {self.copy_knee_} "
+            progress(f"copy term: weight {self.copy_term_.weight}, knee {self.copy_term_.knee} "
                      f"(validation Spearman with copies {chosen['val_spearman_with_copies']})")
         return self
 
     def set_copy_term(self, chosen: dict) -> dict:
         """Keep `copy.choose`'s weight and knee, and its record in `training_`."""
-        self.copy_weight_, self.copy_knee_ = chosen["weight"], chosen["knee"]
+        self.copy_term_ = CopyTerm.chosen(chosen)
         self.training_["copy_term"] = chosen
         return chosen
 
     def has_copy_term(self) -> bool:
-        return bool(getattr(self, "copy_weight_", 0.0))
+        term = self.__dict__.get("copy_term_")
+        return term is not None and term.active
 
     def copy_overlap(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> np.ndarray | None:
         """What `predict_vectors(..., copy=)` takes for these rows (None: the model has no term)."""
@@ -286,14 +310,17 @@ class Adem(Estimator):
     def record_provenance(self, rows: Sequence[RatedRow]) -> None:
         """Store the per-dataset scale mapping of `rows` and the encoder's fingerprint (called by
         `fit`; callers of `fit_vectors` call it themselves)."""
-        training.record_provenance(self, rows)
+        self.scale_mapping_ = training.scale_mapping(rows, self.needs_references())
+        self.encoder_state_ = self._encoder_state().with_fingerprint(self.encoder_object().fingerprint())
 
     def fit_vectors(self, C: np.ndarray, R: np.ndarray, H: np.ndarray, y: np.ndarray,
                     lengths: np.ndarray | None = None, groups: np.ndarray | None = None, *,
                     val: tuple | None = None, progress: Callable[[str], None] | None = None) -> "Adem":
         """Fit on full-size encoder vectors (the benchmark encodes once and calls this);
         `groups` names each row's rated set (for `standardise` and `rank_weight`; None: one set)."""
-        training.fit_bilinear(self, C, R, H, y, lengths, groups, val=val, progress=progress)
+        self._check()
+        self.head_, self.training_ = training.fit_bilinear(self, C, R, H, y, lengths, groups, val=val,
+                                                           progress=progress)
         return self
 
     def search_vectors(self, grid: Mapping[str, Sequence], C: np.ndarray, R: np.ndarray, H: np.ndarray,
@@ -301,42 +328,21 @@ class Adem(Estimator):
                        val: tuple, progress: Callable[[str], None] | None = None) -> "Adem":
         """Shorthand kept for the benchmark: run `vector_search` and become its best model (its
         settings included), with the table of candidates in `training_["search"]`."""
-        return become_best(self, grid, C, R, H, y, lengths, groups, val=val, progress=progress)
-
-    def _oversampled(self, y: np.ndarray, lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return training.oversampled(y, lengths, rng, self.max_oversample)
+        search = vector_search(self, grid, val, progress=progress).fit(C, R, H, y, lengths, groups, val=val)
+        self.set_params(**search.best_params_)
+        self._take_parts(search.best_estimator_)
+        self.training_ = searched_record(search)
+        return self
 
     # -- prediction ----------------------------------------------------------------------
-    def _project(self, C, R, H):
-        P = self.pca_components_.T
-        return (rows_times(C - self.pca_mean_, P), rows_times(R - self.pca_mean_, P),
-                rows_times(H - self.pca_mean_, P))
-
-    def _raw(self, c, r, h, M, N) -> np.ndarray:
-        raw = np.zeros(len(h))
-        if self.variant in ("adem", "c_adem"):
-            raw = raw + np.einsum("ij,ij->i", rows_times(c, M), h)
-        if self.variant in ("adem", "r_adem"):
-            raw = raw + np.einsum("ij,ij->i", rows_times(r, N), h)
-        return raw
-
-    def _predict_projected(self, c, r, h) -> np.ndarray:
-        return (self._raw(c, r, h, self.M_, self.N_) - self.alpha_) / self.beta_
-
-    def _predict_with(self, C, R, H, M, N) -> np.ndarray:
-        """Scores from full-size vectors with other M, N (stage 2's validation checks)."""
-        return (self._raw(*self._project(C, R, H), M, N) - self.alpha_) / self.beta_
-
     def predict_vectors(self, C, R, H, copy: np.ndarray | None = None) -> np.ndarray:
         """Scores on the 1-5 scale from full-size vectors; NaN where a needed reference is missing.
         `copy`: each row's overlap with its context's last turn (`adem/copy.py::overlap`), for a
         model with a copy term."""
         self.check_fitted()
-        out = self._predict_projected(*self._project(C, R, H))
+        out = self.head_.predict(C, R, H)
         if copy is not None and self.has_copy_term():
-            from . import copy as copy_term
-
-            out = out - copy_term.penalty(copy, self.copy_weight_, self.copy_knee_)
+            out = self.copy_term_.apply(out, copy)
         return out
 
     def predict(self, contexts: Sequence[Sequence[str]], references: Sequence[Sequence[str]],
@@ -347,34 +353,52 @@ class Adem(Estimator):
     def at_initialisation(self) -> "Adem":
         """The same PCA, alpha and beta with M = N = I (the paper's 'ADEM at initialisation')."""
         other = Adem(**self.get_params())
-        for name in self.fitted_attributes():
-            setattr(other, name, getattr(self, name))
-        other.M_ = np.eye(self.M_.shape[0])
-        other.N_ = np.eye(self.N_.shape[0])
+        other._take_parts(self)
+        other.head_ = self.head_.at_initialisation()
         return other
+
+    # -- fitted state --------------------------------------------------------------------
+    def fitted_attributes(self) -> list[str]:
+        """The fitted parts and records this model holds. A part is replaced, never edited, so a
+        model made from another (ADEM at initialisation, a search's winner) may share it."""
+        return [name for name in self.fitted_parts if name in self.__dict__]
+
+    def _take_parts(self, other: "Adem") -> None:
+        for name in other.fitted_attributes():
+            setattr(self, name, getattr(other, name))
 
     # -- persistence ---------------------------------------------------------------------
     def _state(self):
-        """Every fitted value as the base class stores it, except the tuned layers' tensors,
-        which go to `encoder.safetensors` (their indices and content hash stay in config.json)."""
-        values, arrays = super()._state()
-        values.pop("tuned_layers_", None)
-        return values, arrays
+        """The parts flattened to the names a folder has always had: the head's arrays (M_, N_,
+        pca_components_, pca_mean_) to the npz, the rest to config.json; the tuned layers'
+        tensors go to `encoder.safetensors` (their indices and content hash stay in config.json)."""
+        values: dict[str, Any] = {}
+        arrays: dict[str, np.ndarray] = {}
+        if "head_" in self.__dict__:
+            head_values, arrays = self.head_.state()
+            values.update(head_values)
+        if "copy_term_" in self.__dict__:
+            values.update(self.copy_term_.state())
+        if "encoder_state_" in self.__dict__:
+            values.update(self.encoder_state_.state())
+        for name in ("scale_mapping_", "training_"):
+            if name in self.__dict__:
+                values[name] = getattr(self, name)
+        return dict(sorted(values.items())), dict(sorted(arrays.items()))
 
     def _write_files(self, staging_dir: str) -> None:
-        encoding.write_encoder_files(self, staging_dir)
+        self._encoder_state().write_files(self.encoder, staging_dir)
 
     def _set_state(self, values: Mapping[str, Any], arrays: Mapping[str, np.ndarray], directory: str) -> None:
-        missing = {"M_", "N_", "pca_mean_", "pca_components_"} - set(arrays)
-        if missing or "alpha_" not in values or "beta_" not in values:
-            raise DialevalError(f"{directory}: incomplete ADEM artifact (missing "
-                                f"{', '.join(sorted(missing | ({'alpha_', 'beta_'} - set(values))))})")
-        n = arrays["pca_components_"].shape[0]
-        if arrays["M_"].shape != (n, n) or arrays["N_"].shape != (n, n):
-            raise DialevalError(f"{directory}: ADEM arrays do not fit together (M {arrays['M_'].shape}, "
-                                f"PCA {arrays['pca_components_'].shape})")
-        super()._set_state(values, arrays, directory)
-        encoding.read_encoder_files(self, values, directory)
+        self.head_ = BilinearHead.from_state(self.variant, values, arrays, directory)
+        term = CopyTerm.from_state(values)
+        if term is not None:
+            self.copy_term_ = term
+        for name in ("scale_mapping_", "training_"):
+            if name in values:
+                setattr(self, name, values[name])
+        self.encoder_state_ = EncoderState.read(self.encoder, int(self.context_turns), values, directory)
+        self.encoder = encoding.bundled_spec(self.encoder, directory)
         self._check()
 
 

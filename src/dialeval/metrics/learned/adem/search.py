@@ -22,7 +22,7 @@ SEARCH_GRID = {"pca_dims": [7, 50, 0], "lr": [0.01, 0.001]}
 def validation_spearman(model, val: tuple) -> float:
     """Spearman correlation of a fitted model's predictions on (C, R, H, y) validation vectors
     (the early-stopping criterion, so it equals `training_["val_spearman"]`)."""
-    return val_score(model, model._project(*val[:3]), val[3])
+    return val_score(model.head_, model.head_.project(*val[:3]), val[3])
 
 
 def vector_search(model, grid: Mapping[str, Sequence], val: tuple, *,
@@ -46,17 +46,10 @@ def search_rows(model, rows: Sequence[RatedRow], grid: Mapping[str, Sequence], *
     prepared = model.prepare(rows)
     search = vector_search(model, grid, prepared.val, progress=progress).fit(*prepared.train, val=prepared.val)
     best = search.best_estimator_
-    best.training_ = {**best.training_, "search": search.results_, "search_seconds": search.seconds_}
+    best.training_ = searched_record(search)
     return search, best.finish(prepared, progress=progress, checkpoint=checkpoint)
 
 
-def become_best(model, grid: Mapping[str, Sequence], *vectors, val: tuple,
-                progress: Callable[[str], None] | None = None):
-    """See `Adem.search_vectors`."""
-    search = vector_search(model, grid, val, progress=progress).fit(*vectors, val=val)
-    best = search.best_estimator_
-    model.set_params(**search.best_params_)
-    for name in best.fitted_attributes():
-        setattr(model, name, getattr(best, name))
-    model.training_ = {**best.training_, "search": search.results_, "search_seconds": search.seconds_}
-    return model
+def searched_record(search) -> dict:
+    """The winner's training record with the table of candidates and the search's time."""
+    return {**search.best_estimator_.training_, "search": search.results_, "search_seconds": search.seconds_}

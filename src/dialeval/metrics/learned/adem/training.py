@@ -2,10 +2,10 @@
 the PCA, alpha and beta, and M and N learned by Adam with early stopping (see `model.py` for
 the model and its loss).
 
-Everything here works on a model's settings and arrays and leaves the result in the model's
-`*_` attributes; stage 2 (the tuned MiniLM layers) is `finetune.py`, the settings search
-`search.py`. Kept apart from the estimator so that the model reads as the paper's equations
-and the training as the paper's procedure.
+Everything here reads a model's settings and arrays and returns what it learned (a
+`BilinearHead`, a training record, a scale mapping) for the model to keep; stage 2 (the tuned
+MiniLM layers) is `finetune.py`, the settings search `search.py`. Kept apart from the estimator
+so that the model reads as the paper's equations and the training as the paper's procedure.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 
 from ....errors import DialevalError
 from ....stats import spearman
+from .bilinear import BilinearHead
 from .data import RatedRow, split_by_context
 
 NEGATIVE_SCORE = 1.0   # the bottom of the 1-5 scale every rated set is mapped onto
@@ -32,10 +33,7 @@ class PreparedRows:
 
 
 def prepare(model, rows: Sequence[RatedRow]) -> PreparedRows:
-    """See `Adem.prepare`."""
-    model._check()
-    for name in ("tuned_layers_", "tuned_indices_", "weights_id_", "encoder_fingerprint_"):
-        model.__dict__.pop(name, None)       # a refit starts from the frozen encoder
+    """See `Adem.prepare` (which first forgets any tuned encoder: a refit starts frozen)."""
     rows = [r for r in rows if r.references or not model.needs_references()]
     if len(rows) < 10:
         raise DialevalError(f"ADEM needs at least 10 rated rows with{'' if model.needs_references() else 'out'} "
@@ -56,25 +54,24 @@ def prepare(model, rows: Sequence[RatedRow]) -> PreparedRows:
                         (C[va], R[va], H[va], y[va]))
 
 
-def record_provenance(model, rows: Sequence[RatedRow]) -> None:
-    """See `Adem.record_provenance`."""
+def scale_mapping(rows: Sequence[RatedRow], needs_references: bool) -> dict:
+    """How each rated set among the training rows was mapped onto 1-5 (`Adem.record_provenance`)."""
     scales = {}
     for r in rows:
-        if model.needs_references() and not r.references:
+        if needs_references and not r.references:
             continue        # not a training row of this variant
         s = r.meta.get("adem_scale")
         if s:
             scales[s["dataset"]] = s
-    model.scale_mapping_ = {"target": [1, 5], "rule": "1 + 4 (x - low) / (high - low)",
-                            "datasets": sorted(scales.values(), key=lambda s: s["dataset"])}
-    model.encoder_fingerprint_ = model.encoder_object().fingerprint()
+    return {"target": [1, 5], "rule": "1 + 4 (x - low) / (high - low)",
+            "datasets": sorted(scales.values(), key=lambda s: s["dataset"])}
 
 
 def fit_bilinear(model, C: np.ndarray, R: np.ndarray, H: np.ndarray, y: np.ndarray,
                  lengths: np.ndarray | None = None, groups: np.ndarray | None = None, *,
-                 val: tuple | None = None, progress: Callable[[str], None] | None = None) -> None:
-    """Stage 1 on full-size vectors (see `Adem.fit_vectors`)."""
-    model._check()
+                 val: tuple | None = None, progress: Callable[[str], None] | None = None
+                 ) -> tuple[BilinearHead, dict]:
+    """Stage 1 on full-size vectors (see `Adem.fit_vectors`): (the fitted head, the training record)."""
     started = time.time()
     use_c, use_r = model.variant in ("adem", "c_adem"), model.variant in ("adem", "r_adem")
     groups = np.zeros(len(y), dtype=int) if groups is None else np.asarray(groups)
@@ -91,31 +88,25 @@ def fit_bilinear(model, C: np.ndarray, R: np.ndarray, H: np.ndarray, y: np.ndarr
     stack = [H] + ([C] if use_c else []) + ([R] if use_r else [])
     X = np.concatenate(stack)
     n = min(model.n_dims(), X.shape[1], X.shape[0])
-    model.pca_mean_ = X.mean(axis=0) if model.centre else np.zeros(X.shape[1])
-    _, _, vt = np.linalg.svd(X - model.pca_mean_, full_matrices=False)
-    model.pca_components_ = vt[:n]
-    c, r, h = model._project(C, R, H)
-    raw0 = model._raw(c, r, h, np.eye(n), np.eye(n))
-    lo, hi = float(raw0.min()), float(raw0.max())
-    model.beta_ = (hi - lo) / 4.0 if hi > lo else 1.0
-    model.alpha_ = lo - model.beta_
-    model.M_ = np.eye(n)
-    model.N_ = np.eye(n)
+    pca_mean = X.mean(axis=0) if model.centre else np.zeros(X.shape[1])
+    _, _, vt = np.linalg.svd(X - pca_mean, full_matrices=False)
+    head, (c, r, h) = BilinearHead.initial(model.variant, pca_mean, vt[:n], C, R, H)
     rng = np.random.default_rng(model.seed)
-    idx = model._oversampled(y, lengths, rng) if model.oversample and lengths is not None else np.arange(len(y))
+    idx = oversampled(y, lengths, rng, model.max_oversample) if model.oversample and lengths is not None \
+        else np.arange(len(y))
     # The gradient of c^T M h over a batch is C^T diag(w) H: two n x n products per step,
     # without materialising the n^2 features of each row (which needs rows x 2n^2 memory).
     c, r = np.nan_to_num(c), np.nan_to_num(r)
     M, N = np.eye(n), np.eye(n)
     penalty = model.penalty()
     gamma = model.gamma_value()
-    alpha, beta = model.alpha_, model.beta_
+    alpha, beta = head.alpha, head.beta
     adam = Adam([M, N], model.lr)
-    val_proj = model._project(*val[:3]) if val is not None else None
-    best = (-math.inf, model.M_.copy(), model.N_.copy(), 0)
+    val_proj = head.project(*val[:3]) if val is not None else None
+    best = (-math.inf, head, 0)
     curve = []
     if val_proj is not None:
-        best = (val_score(model, val_proj, val[3]), model.M_.copy(), model.N_.copy(), 0)
+        best = (val_score(head, val_proj, val[3]), head, 0)
         curve.append({"epoch": 0, "val_spearman": best[0]})
     bad = 0
     epoch = 0
@@ -136,25 +127,26 @@ def fit_bilinear(model, C: np.ndarray, R: np.ndarray, H: np.ndarray, y: np.ndarr
                 if g is not None:
                     g += gamma * np.sign(p) if penalty == "l1" else (2 * gamma) * p
             adam.step(grads)
-        model.M_, model.N_ = M.copy(), N.copy()
+        head = head.with_bilinear(M.copy(), N.copy())
         if val_proj is None:
             continue
-        score = val_score(model, val_proj, val[3])
+        score = val_score(head, val_proj, val[3])
         curve.append({"epoch": epoch, "val_spearman": score})
         if score > best[0] + 1e-6:
-            best, bad = (score, model.M_, model.N_, epoch), 0
+            best, bad = (score, head, epoch), 0
         else:
             bad += 1
             if bad >= model.patience:
                 break
         if progress and epoch % 10 == 0:
-            progress(f"epoch {epoch}: validation Spearman {score:.4f} (best {best[0]:.4f} at {best[3]})")
+            progress(f"epoch {epoch}: validation Spearman {score:.4f} (best {best[0]:.4f} at {best[2]})")
     if val_proj is not None:
-        model.M_, model.N_ = best[1], best[2]
-    model.training_ = {"epochs": epoch, "best_epoch": best[3] if val_proj is not None else epoch,
-                       "val_spearman": best[0] if val_proj is not None else None,
-                       "train_rows": int(len(y)), "oversampled_rows": int(len(idx)),
-                       "seconds": round(time.time() - started, 2), "curve": curve}
+        head = best[1]
+    record = {"epochs": epoch, "best_epoch": best[2] if val_proj is not None else epoch,
+              "val_spearman": best[0] if val_proj is not None else None,
+              "train_rows": int(len(y)), "oversampled_rows": int(len(idx)),
+              "seconds": round(time.time() - started, 2), "curve": curve}
+    return head, record
 
 
 def oversampled(y: np.ndarray, lengths: np.ndarray, rng: np.random.Generator, max_oversample: float) -> np.ndarray:
@@ -176,10 +168,10 @@ def oversampled(y: np.ndarray, lengths: np.ndarray, rng: np.random.Generator, ma
     return np.concatenate(out)
 
 
-def val_score(model, proj, y) -> float:
-    """The early-stopping criterion: Spearman of the predictions on projected validation
+def val_score(head: BilinearHead, proj, y) -> float:
+    """The early-stopping criterion: Spearman of the head's predictions on projected validation
     vectors (-inf when fewer than 3 are finite or they are constant)."""
-    pred = model._predict_projected(*proj)
+    pred = head.predict_projected(*proj)
     ok = np.isfinite(pred)
     if ok.sum() < 3 or np.std(pred[ok]) == 0:
         return -math.inf
