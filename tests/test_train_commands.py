@@ -132,10 +132,10 @@ def test_the_shipped_lm_recipe_builds_the_same_lora_trainer(parser):
     from dialeval.metrics.lm.lora import LoraTrainer
 
     got = LoraTrainer(**params).get_params()
-    assert got == {"rank": 8, "alpha": 16.0, "targets": DEFAULT_TARGETS, "lr": 5e-4, "steps": 600,
+    assert got == {"rank": 8, "alpha": 16.0, "targets": DEFAULT_TARGETS, "lr": 5e-4, "steps": 2400,
                    "max_minutes": 10000.0, "batch_size": 8, "max_length": 64, "warmup_steps": 50,
-                   "train_pairs": 8000, "reference_pairs": 300, "layout": "chat", "lowercase": False, "seed": 0,
-                   "threads": 2, "device": "cpu", "negatives": "parrot,loop", "negative_share": 0.25,
+                   "train_pairs": 40000, "reference_pairs": 300, "layout": "chat", "lowercase": False, "seed": 0,
+                   "threads": 1, "device": "cpu", "negatives": "parrot,loop", "negative_share": 0.25,
                    "unlikelihood_weight": 1.0, "extra": None}
 
 
