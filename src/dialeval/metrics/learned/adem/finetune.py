@@ -265,7 +265,7 @@ def finetune_rows(model, head: BilinearHead, rows: Sequence, train_idx: Sequence
     from .training import oversampled
 
     layers = int(model.finetune_layers)
-    use_r = model.variant in ("adem", "r_adem")
+    use_r = model.needs_references()
     k = int(model.context_turns)
     pick = lambda idx: [rows[i] for i in idx if rows[i].references or not use_r]   # noqa: E731
 

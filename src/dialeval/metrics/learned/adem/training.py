@@ -18,7 +18,7 @@ import numpy as np
 
 from ....errors import DialevalError
 from ....stats import spearman
-from .bilinear import BilinearHead
+from .bilinear import TERMS, BilinearHead
 from .data import RatedRow, split_by_context
 
 NEGATIVE_SCORE = 1.0   # the bottom of the 1-5 scale every rated set is mapped onto
@@ -73,7 +73,7 @@ def fit_bilinear(model, C: np.ndarray, R: np.ndarray, H: np.ndarray, y: np.ndarr
                  ) -> tuple[BilinearHead, dict]:
     """Stage 1 on full-size vectors (see `Adem.fit_vectors`): (the fitted head, the training record)."""
     started = time.time()
-    use_c, use_r = model.variant in ("adem", "c_adem"), model.variant in ("adem", "r_adem")
+    use_c, use_r = ("context" in TERMS[model.variant]), ("reference" in TERMS[model.variant])
     groups = np.zeros(len(y), dtype=int) if groups is None else np.asarray(groups)
     if use_r:   # rows without a reference cannot train a variant that reads one
         keep = np.isfinite(R).all(axis=1)
