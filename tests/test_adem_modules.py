@@ -64,3 +64,21 @@ def test_a_fitted_model_is_its_parts_and_saves_them_under_the_old_names():
     values, arrays = m._state()
     assert list(arrays) == ["M_", "N_", "pca_components_", "pca_mean_"]
     assert sorted(values) == ["alpha_", "beta_", "training_"]
+
+
+def test_a_damaged_head_is_refused_in_one_line():
+    """A folder whose head lacks a value or whose arrays disagree in size is refused naming the
+    folder and what is wrong, not read into a model that scores wrongly."""
+    import numpy as np
+
+    from dialeval.errors import DialevalError
+    from dialeval.metrics.learned.adem.bilinear import BilinearHead
+
+    arrays = {"M_": np.eye(3), "N_": np.eye(3), "pca_components_": np.zeros((3, 8)), "pca_mean_": np.zeros(8)}
+    values = {"alpha_": 0.5, "beta_": 2.0}
+    head = BilinearHead.from_state("adem", values, arrays, "DIR")
+    assert head.dims == 3 and (head.alpha, head.beta) == (0.5, 2.0)
+    with pytest.raises(DialevalError, match=r"^DIR: incomplete ADEM artifact \(missing alpha_\)$"):
+        BilinearHead.from_state("adem", {"beta_": 2.0}, arrays, "DIR")
+    with pytest.raises(DialevalError, match=r"^DIR: ADEM arrays do not fit together \(M \(4, 4\), PCA \(3, 8\)\)$"):
+        BilinearHead.from_state("adem", values, {**arrays, "M_": np.eye(4)}, "DIR")
