@@ -416,6 +416,67 @@ def test_training_negatives_teach_ridge_what_no_rated_item_shows():
             sets, negatives={"s0": {"m1": [0.9], "m2": [0.5]}})
 
 
+def test_negatives_scored_on_demand_fit_the_same_as_every_row_scored():
+    """A `NegativePool` is asked only for the rows the seeded draw takes (share x items of a
+    set, here 30 of 80 and 50 of 80), and the fit it gives equals, array for array, the fit
+    over every made row scored: scaling is row by row, and the draw is the same."""
+    from dialeval.metrics.compose.model import NegativePool
+
+    rng = np.random.default_rng(1)
+    sets, negs, asked = [], {}, {}
+    for k, n in enumerate((60, 100)):
+        m = rng.uniform(0.2, 1.0, size=(n, 3))
+        sets.append(DevSet(f"s{k}", {"m1": m[:, 0], "m2": m[:, 1], "m3": m[:, 2]},
+                           {"overall": m[:, 0] + 0.1 * rng.normal(size=n)}))
+        negs[f"s{k}"] = {"m1": rng.uniform(0.5, 1.0, 80), "m2": rng.uniform(size=80), "m3": rng.uniform(0, 0.3, 80)}
+
+    def pool(name):
+        def score(rows):
+            asked[name] = list(rows)
+            return {m: np.asarray(v)[rows] for m, v in negs[name].items()}
+        return NegativePool(80, score)
+
+    full = ComposeModel(method="ridge", positive=True, seed=0, negative_share=0.5).fit(sets, negatives=negs)
+    lazy = ComposeModel(method="ridge", positive=True, seed=0, negative_share=0.5).fit(
+        sets, negatives={name: pool(name) for name in negs})
+    assert {k: len(v) for k, v in asked.items()} == {"s0": 30, "s1": 50} == lazy.negatives_used_
+    assert all(len(set(v)) == len(v) and max(v) < 80 for v in asked.values())
+    for name in ("coef_", "intercept_", "alpha_", "fill_"):
+        np.testing.assert_array_equal(getattr(full, name), getattr(lazy, name))
+    with pytest.raises(DialevalError, match="no scores for m3"):
+        ComposeModel(method="ridge", negative_share=0.5).fit(
+            sets, negatives={"s0": NegativePool(80, lambda rows: {"m1": np.zeros(len(rows)), "m2": np.zeros(len(rows))})})
+
+
+def test_fit_cli_scores_only_the_drawn_negatives_and_writes_the_same_folder(tmp_path, capsys, monkeypatch):
+    """`fit compose --negative-share` scores only the negatives its draw takes: the demo's rows
+    x 2 families are made, share 0.5 takes half as many rows as the set has items. The folder
+    is byte for byte the one a fit over every made row writes. A member with a corpus pass
+    (CIDEr's IDF) makes it score every made row, as before."""
+    import dialeval.cli.compose as fit_cli
+    from dialeval.cli.main import main
+    from dialeval.data.readers import read_samples
+    from dialeval.meta.probes import negative_samples
+
+    common = ["fit", "compose", "--method", "ridge", "--positive", "--data", f"demo:{DEMO}",
+              "--negative-share", "0.5", "--negatives", "parrot,loop", "--seed", "0"]
+    samples = read_samples(str(DEMO))
+    made = len(negative_samples(samples, "parrot,loop", seed=0))
+    take = round(0.5 * len(samples))
+    assert 0 < take < made
+    assert main([*common, "--metrics", "bleu2,rouge_l", "-o", str(tmp_path / "lazy")]) == 0
+    assert f"scoring {take} of {made} training negatives of demo " in capsys.readouterr().err
+    # every made row scored and handed over whole, as before the pool
+    monkeypatch.setattr(fit_cli, "rows_score_alone", lambda *args: False)
+    assert main([*common, "--metrics", "bleu2,rouge_l", "-o", str(tmp_path / "whole")]) == 0
+    assert f"scoring {made} of {made} training negatives of demo " in capsys.readouterr().err
+    assert (tmp_path / "lazy" / "arrays.npz").read_bytes() == (tmp_path / "whole" / "arrays.npz").read_bytes()
+    assert (tmp_path / "lazy" / "config.json").read_bytes() == (tmp_path / "whole" / "config.json").read_bytes()
+    monkeypatch.undo()
+    assert main([*common, "--metrics", "bleu2,cider_d", "-o", str(tmp_path / "idf")]) == 0
+    assert f"scoring {made} of {made} training negatives of demo " in capsys.readouterr().err
+
+
 def test_fit_cli_refuses_bad_negatives_before_scoring(tmp_path, capsys):
     """An unknown family or a share out of range is one line and exit 2, before any set is
     scored, and no folder is written."""

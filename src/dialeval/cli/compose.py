@@ -60,6 +60,36 @@ def recorded_options(options: dict) -> dict:
     return out
 
 
+def training_negatives(name: str, made: list, metrics: list[str], args, options: dict):
+    """A set's training negatives for the fit: scored on demand, only the rows its draw takes
+    (`NegativePool`), unless a member's score of a row depends on the rows scored with it (a
+    corpus pass, such as CIDEr's IDF); then every made row is scored, as the draw assumes."""
+    import numpy as np
+
+    from dialeval.metrics.compose.model import NegativePool
+    from dialeval.scoring import score
+
+    def scored(rows) -> dict:
+        print(f"fit compose: scoring {len(rows)} of {len(made)} training negatives of {name} ({args.negatives})",
+              file=sys.stderr)
+        if not len(rows):
+            return {m: np.zeros(0) for m in metrics}
+        return score([made[int(i)] for i in rows], metrics, refs_mode=args.refs_mode, tokenizer=args.tokenize,
+                     **options).sentence
+
+    if not rows_score_alone(metrics, args, options):
+        return scored(np.arange(len(made)))
+    return NegativePool(len(made), scored)
+
+
+def rows_score_alone(metrics: list[str], args, options: dict) -> bool:
+    """Whether every member scores a row the same whatever rows it is scored with (no corpus
+    pass), read from the plan the scoring would make (building it loads no model)."""
+    from dialeval.engine import make_plan
+
+    return not make_plan(metrics, refs_mode=args.refs_mode, tokenizer=args.tokenize, **options).first_pass
+
+
 def cmd_fit_compose(args) -> int:
     from dialeval.data.writers import json_value
     from dialeval.report.tables import format_table
@@ -97,10 +127,7 @@ def cmd_fit_compose(args) -> int:
             from dialeval.meta.probes import negative_samples
 
             made = negative_samples(samples, args.negatives, seed=model.seed)
-            print(f"fit compose: scoring {len(made)} training negatives of {name} ({args.negatives})",
-                  file=sys.stderr)
-            negatives[name] = score(made, metrics, refs_mode=args.refs_mode, tokenizer=args.tokenize,
-                                    **options).sentence
+            negatives[name] = training_negatives(name, made, metrics, args, options)
     if len({d.name for d in devsets}) != len(devsets):
         raise DialevalError("--data: two development sets share a name")
     qualities = None

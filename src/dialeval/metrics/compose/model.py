@@ -92,6 +92,27 @@ class DevSet:
                       {k: v[rows] for k, v in self.human.items()}, dict(self.meta))
 
 
+class NegativePool:
+    """A set's training negatives, scored on demand: `n` made rows, and `score(indices)` giving
+    each member's values on those rows alone ({metric: values}).
+
+    Why: the fit draws `negative_share` x a set's items among its made rows (0.25 x 4 families:
+    one row in sixteen), so scoring every made row wastes fifteen passes in sixteen. That is
+    nothing for a word-overlap member and hours for an LLM judge. Scaling is row by row, so
+    the drawn rows scored alone give the fit the same numbers, provided no member's score of a
+    row depends on the rows scored with it (a metric with a corpus pass, such as CIDEr's IDF,
+    does: `dialeval fit compose` scores every made row for such members)."""
+
+    def __init__(self, n: int, score):
+        self.n, self._score = int(n), score
+
+    def __len__(self) -> int:
+        return self.n
+
+    def take(self, rows: np.ndarray) -> Mapping[str, Sequence[float]]:
+        return self._score(rows)
+
+
 def spearman(x: np.ndarray, y: np.ndarray, min_items: int = 5) -> float:
     """Spearman over the items where both are finite; NaN if fewer than `min_items` or constant."""
     return spearman_finite(x, y, min_items)
@@ -241,7 +262,8 @@ class ComposeModel(Estimator):
         `metrics` defaults to the columns every set has; `qualities` to every quality some
         set rates. `metric_options` and `signatures` are recorded in the artifact so that the
         `compose` metric can rebuild the same metrics. `negatives` maps a set's name to its
-        members' scores of degenerate responses (used with `negative_share` > 0)."""
+        members' scores of degenerate responses (used with `negative_share` > 0), or to a
+        `NegativePool` that scores only the rows the fit draws."""
         self.check_params()
         if not devsets:
             raise DialevalError("no development sets to fit the composition on")
@@ -577,16 +599,26 @@ class Ridge(Weighting):
             return {}
         out, counts = {}, {}
         for g, d in enumerate(devsets):
-            cols = negatives.get(d.name)
-            if not cols:
+            pool = negatives.get(d.name)
+            if not pool:
                 continue
-            missing = [m for m in model.metrics_ if m not in cols]
-            if missing:
-                raise DialevalError(f"training negatives of {d.name!r} have no scores for {', '.join(missing)}")
-            x = model._scaled_matrix({m: np.asarray(cols[m], dtype=float) for m in model.metrics_})
-            take = min(len(x), int(round(share * len(d))))
+            lazy = isinstance(pool, NegativePool)
+
+            def check(cols):
+                missing = [m for m in model.metrics_ if m not in cols]
+                if missing:
+                    raise DialevalError(f"training negatives of {d.name!r} have no scores for {', '.join(missing)}")
+                return cols
+
+            n = len(pool) if lazy else len(np.asarray(check(pool)[model.metrics_[0]]))
+            take = min(n, int(round(share * len(d))))
             rng = np.random.default_rng([int(model.seed), g, 7])
-            out[d.name] = x[np.sort(rng.choice(len(x), size=take, replace=False))]
+            rows = np.sort(rng.choice(n, size=take, replace=False))
+            cols = check(pool.take(rows)) if lazy else pool
+            # scaling is row by row: the drawn rows scaled alone are the rows of the scaled whole
+            out[d.name] = model._scaled_matrix(
+                {m: np.asarray(cols[m], dtype=float) if lazy else np.asarray(cols[m], dtype=float)[rows]
+                 for m in model.metrics_})
             counts[d.name] = take
         model.negatives_used_ = counts
         return out
