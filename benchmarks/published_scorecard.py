@@ -22,6 +22,13 @@ never holds it out (ConvAI2 wild-eval, whose one rating per dialogue is lent to 
 last reply): whether its ratings help the held-out sets is the paired difference against
 `compose`.
 
+`--judge-scores PATTERN` adds two opt-in arms, `compose + judge` and `compose_ref + judge`: the
+LLM judge as one more member, fitted the shipped way (its training negatives too). The rated
+rows' judge scores are read from `dialeval score SET.jsonl --metrics judge ... -o` outputs
+({set}: the set's name; a 1.5B judge is scored set by set, with --resume across sessions); the
+negatives' are scored here with `--judge-model` / `--judge-backend`, only the rows some fit
+draws (`NegativePool`: a quarter of the made rows or fewer), and cached row by row.
+
 Writes OUT/published_scorecard.md and .json: per set, each row's turn-level Spearman with its 95%
 bootstrap CI, the best published evaluator of base size (Yeh et al. 2021, as the issue lists
 them), and the paired differences (bootstrap over items) against sent_cosine and against the
@@ -46,11 +53,42 @@ sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
 from negatives_lodo import (MME, REFS, cached_columns, dev_set, has_refs, held_out_rows,  # noqa: E402
                             lodo_compose, log, negative_rows, rated_samples, write_report)
+from judge_compose_lodo import judge_column  # noqa: E402
 from rm_cross_lodo import PUBLISHED  # noqa: E402
+
+from dialeval.metrics.compose.model import DevSet, NegativePool  # noqa: E402
 
 CROSS = "mme_rm_cross"
 STAND_IN = "overall=coherence,engaging,fluency"     # what the shipped compose recipe lends (recipes/table.py)
 SHARE = 0.25
+
+
+class JudgePool(NegativePool):
+    """A set's training negatives with the judge's column scored on demand: the other members'
+    columns come cached whole; the judge scores only the rows a fit draws, each once, cached in
+    `path` (NaN: not scored yet), so a stopped run loses at most the rows of one draw."""
+
+    def __init__(self, columns: dict, rows: list, path: str, options: dict):
+        super().__init__(len(rows), self._take)
+        self.columns, self.rows, self.path, self.options, self.scored = columns, rows, path, options, 0
+        self.values = np.load(path)["judge"] if os.path.exists(path) else np.full(len(rows), np.nan)
+
+    def cached(self) -> int:
+        return int(np.isfinite(self.values).sum())
+
+    def _take(self, idx) -> dict:
+        from dialeval.scoring import score
+
+        todo = [int(i) for i in idx if not np.isfinite(self.values[int(i)])]
+        if todo:
+            log(f"  {os.path.basename(self.path)}: judging {len(todo)} drawn negatives")
+            got = score([self.rows[i] for i in todo], ["judge"], progress=True, **self.options).sentence["judge"]
+            self.values[todo] = got
+            self.scored += len(todo)
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            np.savez(self.path + ".tmp.npz", judge=self.values)
+            os.replace(self.path + ".tmp.npz", self.path)
+        return {**{m: np.asarray(v)[idx] for m, v in self.columns.items()}, "judge": self.values[idx]}
 
 
 def folder_tag(folder: str) -> str:
@@ -84,6 +122,10 @@ def main() -> None:
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--fit-also", action="append", default=[], metavar="NAME:FOLDER",
                     help="a rated set in every fit of an extra `compose` arm, never held out (repeatable)")
+    ap.add_argument("--judge-scores", metavar="PATTERN",
+                    help="the judge's scores of the rated rows ({set}: the set's name): adds the judge arms")
+    ap.add_argument("--judge-model", default="qwen1.5b", help="with --judge-scores: the judge of those files")
+    ap.add_argument("--judge-backend", default="llama.cpp", help="with --judge-scores: its backend")
     args = ap.parse_args()
 
     filing_mme = os.path.join(args.filing_models, "mme")
@@ -96,6 +138,9 @@ def main() -> None:
 
     devs = {"now": [], "filing": []}
     negs: dict[str, dict] = {}
+    judged: dict[str, np.ndarray] = {}
+    judge_pools: dict[str, JudgePool] = {}
+    judge_tag = f"judge-{args.judge_model}-{args.judge_backend}".replace("/", "_")
     for name in SETS:
         log(name)
         try:
@@ -116,6 +161,10 @@ def main() -> None:
         negs[name] = {**cols(tags["now"], negatives, MME, {"mme_model": mme}, ".neg"),
                       **cols(tags["cross"], negatives, [CROSS], {"mme_cross_model": cross}, ".neg"),
                       **cols("refs", negatives, REFS, {}, ".neg")}
+        if args.judge_scores:
+            judged[name] = judge_column(args.judge_scores.format(set=name), samples)["judge"]
+            judge_pools[name] = JudgePool(negs[name], negatives, os.path.join(cache, judge_tag, f"{name}.neg.npz"),
+                                          {"judge_model": args.judge_model, "judge_backend": args.judge_backend})
 
     extra = []
     for spec in args.fit_also:
@@ -149,6 +198,17 @@ def main() -> None:
     if extra:
         preds[also] = lodo_compose(devs["now"], members, share=SHARE, negatives=negs, stand_in=STAND_IN,
                                    extra=extra)[0]
+    arms = [(also, "compose")] if extra else []
+    if judged:
+        with_judge = [DevSet(d.name, {**d.scores, "judge": judged[d.name]}, d.human, dict(d.meta)) for d in devs["now"]]
+        preds["compose + judge"] = lodo_compose(with_judge, members + ["judge"], share=SHARE, negatives=judge_pools,
+                                                stand_in=STAND_IN)[0]
+        preds["compose_ref + judge"] = lodo_compose(with_judge, members + REFS + ["judge"], with_refs_only=True,
+                                                    share=SHARE, negatives=judge_pools)[0]
+        arms += [("compose + judge", "compose"), ("compose_ref + judge", "compose_ref")]
+        scored = sum(p.scored for p in judge_pools.values())
+        log(f"judge on training negatives: {scored} rows scored this run, "
+            f"{sum(p.cached() for p in judge_pools.values())} cached in all")
     table, held = held_out_rows(preds, devs["now"], args.n_boot)
 
     def diff(a: str, b: str, name: str | None = None) -> dict:
@@ -182,19 +242,25 @@ def main() -> None:
                          f"{fmt_d(vs_cos)} | {reached} |")
             payload["sets"].setdefault(name, {})[label] = {"now": now, "filing_day": then, "published": [who, value],
                                                            "minus_filing_day": vs_then, "minus_sent_cosine": vs_cos}
-    if extra:
-        lines += ["", f"| set | `compose` | {also} | difference |", "|---|---|---|---|"]
+    for arm, base in arms:
+        lines += ["", f"| set | best published of base size | `{base}` | {arm} | difference | reached? |",
+                  "|---|---|---|---|---|---|"]
         for name in order:
-            if name in preds[also]:
-                x = diff(also, "compose", name)
-                payload["sets"][name][also] = {"now": table[also][name], "minus_compose": x}
-                lines.append(f"| {name} | {fmt_r(table['compose'][name])} | {fmt_r(table[also][name])} | {fmt_d(x)} |")
+            if name in preds[arm]:
+                x = diff(arm, base, name)
+                who, value = PUBLISHED.get(name, ("", math.nan))
+                r = table[arm][name]
+                reached = "" if math.isnan(value) else ("yes" if r["r"] >= value else
+                                                        "below; inside our CI" if r["hi"] >= value else "no")
+                payload["sets"][name][arm] = {"now": r, f"minus_{base}": x}
+                lines.append(f"| {name} | {f'{who} {value:.3f}' if who else '(none listed)'} | "
+                             f"{fmt_r(table[base][name])} | {fmt_r(r)} | {fmt_d(x)} | {reached} |")
     lines += ["", "| paired difference, mean over the sets both score | sets | mean | 95% CI | wins |",
               "|---|---:|---:|---|---:|"]
     for a, b in (("compose", "compose (filing day)"), ("compose_ref", "compose_ref (filing day)"),
                  ("compose", "sent_cosine"), ("compose_ref", "sent_cosine"),
                  ("compose (filing day)", "sent_cosine"), ("compose_ref (filing day)", "sent_cosine"),
-                 *([(also, "compose")] if extra else [])):
+                 *arms):
         x = diff(a, b)
         payload["means"][f"{a} - {b}"] = x
         lines.append(f"| {a} - {b} | {x['pairs']} | {x['mean_diff']:+.3f} | [{x['ci_low']:+.3f}, {x['ci_high']:+.3f}] | "

@@ -16,6 +16,15 @@ from dialeval.errors import DialevalError
 pytestmark = pytest.mark.slow   # trains a real (tiny) model
 
 
+def _shipped_cross():
+    from dialeval.models.defaults import default_model_dir
+
+    return default_model_dir("mme_cross")     # read before the tests hide the models package
+
+
+SHIPPED_CROSS = _shipped_cross()
+
+
 @pytest.fixture(scope="module")
 def crossed(tmp_path_factory):
     from test_mme_finetune import _need_encoder
@@ -166,6 +175,31 @@ def test_mme_rm_cross_shards_exactly(crossed):
 
     out, _ = crossed
     assert_same(make_plan(["mme_rm_cross"], mme_cross_model=str(out)), make_samples(n=12), seeds=[3])
+
+
+def test_shipped_cross_encoder_scores_a_pair_the_same_in_any_company():
+    """Pairs cut to the 128-token cap share one length, and they used to share forward passes
+    of up to 32 rows; at that length the kernels round a row's last bits by how many rows share
+    a pass. usr-tc's compose training negatives scored all together (37 pairs at the cap) and
+    only the 75 a fit draws (2 at the cap) differed in 3 rows by up to 2.5e-8, so a sharded or
+    drawn run was not the bits of a whole one. Each pair now runs alone (copies only under 16
+    positions). The shipped cross-encoder on those rows, both ways."""
+    from conftest import DATA, need
+
+    from dialeval.data.datasets import load_dataset
+    from dialeval.meta.probes import negative_samples
+    from dialeval.scoring import score
+
+    folder = SHIPPED_CROSS or pytest.skip("the models package (mme_cross) is not installed")
+    samples = [s for s in load_dataset("usr-tc", str(need(DATA / "usr"))).samples
+               if s.system != "Original Ground Truth"]
+    made = negative_samples(samples, "empty,parrot,other_item,loop", seed=0)
+    rows = np.sort(np.random.default_rng([0, 0, 7]).choice(len(made), 75, replace=False))
+
+    def run(batch):
+        return score(batch, ["mme_rm_cross"], mme_cross_model=folder, progress=False).sentence["mme_rm_cross"]
+
+    np.testing.assert_array_equal(run(made)[rows], run([made[int(i)] for i in rows]))
 
 
 def test_unknown_rm_mode_refused(tmp_path):

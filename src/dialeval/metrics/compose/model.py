@@ -101,7 +101,8 @@ class NegativePool:
     nothing for a word-overlap member and hours for an LLM judge. Scaling is row by row, so
     the drawn rows scored alone give the fit the same numbers, provided no member's score of a
     row depends on the rows scored with it (a metric with a corpus pass, such as CIDEr's IDF,
-    does: `dialeval fit compose` scores every made row for such members)."""
+    does: `dialeval fit compose` scores every made row for such members; a batched encoder's
+    last bits do too, which moves a fit by about 1e-9)."""
 
     def __init__(self, n: int, score):
         self.n, self._score = int(n), score
