@@ -287,6 +287,35 @@ def test_compose_ref_has_its_own_model_option(tmp_path):
     assert np.isnan(got["compose_ref"][0]) and np.isfinite(got["compose"][0])
 
 
+def test_compose_judge_has_its_own_model_option(tmp_path):
+    """The judge's composition (`compose_judge`) is the same machinery under its own option, so
+    the three compositions score in one run, each from its own folder, none reading another's
+    (here two small word-overlap folders stand in: the judge is an optional install)."""
+    from dialeval.cli.main import main
+    from dialeval.data.readers import read_samples
+    from dialeval.metrics.registry import metric_spec
+    from dialeval.scoring import score
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["fit", "compose", "--method", "crs", "--data", f"demo:{DEMO}", "--metrics", "bleu2,rouge_l",
+                 "--quality", "overall", "-o", str(a)]) == 0
+    assert main(["fit", "compose", "--method", "ridge", "--positive", "--data", f"demo:{DEMO}",
+                 "--metrics", "bleu1,meteor", "--quality", "overall", "-o", str(b)]) == 0
+    samples = read_samples(DEMO)
+    alone = {f: score(samples, ["compose"], compose_model=str(f)).sentence["compose"] for f in (a, b)}
+    got = score(samples, ["compose", "compose_ref", "compose_judge"], compose_model=str(a),
+                compose_ref_model=str(b), compose_judge_model=str(b)).sentence
+    np.testing.assert_array_equal(got["compose"], alone[a])
+    np.testing.assert_array_equal(got["compose_ref"], alone[b])
+    np.testing.assert_array_equal(got["compose_judge"], alone[b])
+    got = score(samples, ["compose", "compose_judge"], compose_model=str(b), compose_judge_model=str(a)).sentence
+    np.testing.assert_array_equal(got["compose_judge"], alone[a])
+    np.testing.assert_array_equal(got["compose"], alone[b])
+    spec = metric_spec("compose_judge")
+    assert (spec.default_model, spec.model_option) == ("compose_judge", "compose_judge_model")
+    assert not spec.metric_class().needs_references
+
+
 def test_compose_metric_keeps_recorded_refs_mode_and_takes_overrides(tmp_path):
     from dialeval.metrics.compose import Compose
     from dialeval.data.readers import read_samples

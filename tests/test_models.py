@@ -85,7 +85,8 @@ def test_fill_default_only_when_unset(models_dir):
                                   ("r_adem", "r_adem", "adem_model"), ("mme_em", "mme", "mme_model"),
                                   ("lm_fluency", "lm", "lm_model"), ("amfm", "amfm", "amfm_model"),
                                   ("compose", "compose", "compose_model"),
-                                  ("compose_ref", "compose_ref", "compose_ref_model")]:
+                                  ("compose_ref", "compose_ref", "compose_ref_model"),
+                                  ("compose_judge", "compose_judge", "compose_judge_model")]:
         s = metric_spec(name)
         assert (s.default_model, s.model_option) == (default, option)
         assert option in s.option_specs()
@@ -150,7 +151,9 @@ def test_normalise_makes_npz_and_json_independent_of_time_and_place(tmp_path):
 def test_models_list_names_every_default(models_dir, capsys):
     out = _summary(capsys, ["models", "list", "--json"])
     rows = {r["name"]: r for r in out["models"]}
-    assert set(rows) == {"amfm", "adem", "c_adem", "r_adem", "mme", "mme_cross", "lm", "compose", "compose_ref"}
+    assert set(rows) == {"amfm", "adem", "c_adem", "r_adem", "mme", "mme_cross", "lm", "compose", "compose_ref",
+                         "compose_judge"}
+    assert "judge-1.5b" in rows["compose_judge"]["optional"] and not rows["compose"]["optional"]
     assert rows["compose"]["installed"] and rows["compose"]["bytes"] > 0
     assert not rows["adem"]["installed"]
     assert "--data-root" not in rows["adem"]["command"] and "<data-root>/usr" in rows["adem"]["command"]

@@ -5,6 +5,7 @@ folders were built with (a changed line would rebuild other bytes)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,29 @@ def test_cards_say_what_a_rebuild_pins(name):
     assert ("OPENBLAS_CORETYPE" in page) == bool(recipe.blas)
     if recipe.blas:
         assert f"OpenBLAS's {recipe.blas} kernels" in page
+
+
+def test_a_default_needing_an_optional_install_is_built_only_when_named(tmp_path, monkeypatch):
+    """`models build` leaves out a recipe that names an optional install (the judge's
+    composition) and builds it with `--only NAME`; the shipped table marks that one alone."""
+    import importlib
+
+    from dialeval.recipes.table import RECIPES, Recipe
+
+    build_module = importlib.import_module("dialeval.recipes.build")
+    assert [n for n, r in RECIPES.items() if r.optional] == ["compose_judge"]
+    data = tmp_path / "data"
+    (data / "corpus").mkdir(parents=True)
+    (data / "corpus" / "a.txt").write_text("\n\n".join(["how are you\nfine thanks", "what is it\na cat"] * 6) + "\n")
+
+    def amfm(root, out):
+        return ["train", "amfm", "--corpus", os.path.join(root, "corpus", "a.txt"), "--dims", "2", "--order", "2",
+                "--seed", "0", "-o", out]
+    monkeypatch.setitem(RECIPES, "tiny_plain", Recipe("tiny_plain", ("am",), "a test corpus", "none", amfm,
+                                                      needs=("corpus",)))
+    monkeypatch.setitem(RECIPES, "tiny_extra", Recipe("tiny_extra", ("am",), "a test corpus", "none", amfm,
+                                                      needs=("corpus",), optional="an optional model"))
+    monkeypatch.setattr(build_module, "ORDER", ["tiny_plain", "tiny_extra"])
+    assert build_module.build(str(data), str(tmp_path / "all")) == ["tiny_plain"]
+    assert sorted(os.listdir(tmp_path / "all")) == ["tiny_plain"]
+    assert build_module.build(str(data), str(tmp_path / "named"), only=["tiny_extra"]) == ["tiny_extra"]

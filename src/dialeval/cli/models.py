@@ -47,7 +47,8 @@ def cmd_list(args) -> int:
                      "bytes": _size(folder) if folder else None,
                      "sha256": model_digest(folder) if folder else None,
                      "headline": card.get("headline", ""),
-                     "command": card.get("command", command_text(name))})
+                     "command": card.get("command", command_text(name)),
+                     "optional": recipe.optional})
     if args.json:
         print(json.dumps({"root": root, "models": rows}, ensure_ascii=False))
         return 0
@@ -60,6 +61,8 @@ def cmd_list(args) -> int:
         if r["headline"]:
             print(f"  numbers: {r['headline']}")
         print(f"  build: {r['command']}")
+        if r["optional"]:
+            print(f"  opt-in: needs {r['optional']}; `models build` builds it only with --only {r['name']}")
     total = sum(r["bytes"] or 0 for r in rows)
     print(f"\ntotal {_mb(total)}; model cards: docs/models/NAME.md")
     return 0

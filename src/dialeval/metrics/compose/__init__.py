@@ -241,6 +241,32 @@ class ComposeRef(Compose):
 
     def __init__(self, compose_ref_model: str | None = None, compose_quality: str | None = None,
                  refs_mode: str = "multi", tokenizer: str | None = None, compose_model: str | None = None,
-                 **metric_options: Any):
-        # compose_model belongs to `compose`; it is taken here so it never reaches the members
+                 compose_judge_model: str | None = None, **metric_options: Any):
+        # the other compositions' folders are theirs; taken here so they never reach the members
         super().__init__(compose_ref_model, compose_quality, refs_mode, tokenizer, **metric_options)
+
+
+class ComposeJudge(Compose):
+    """The composition with the packaged 1.5B LLM judge among its members: the same machinery
+    as `compose`, its own model option and default, so that both can be scored in one run.
+
+    Why a third composition and not the default: held out, the judge adds +0.057 to `compose`
+    (docs/results/published_scorecard.md), but it costs about 1.5 CPU s a row, ten times the
+    whole `compose`, and it is an optional 1.07 GB install; so it is asked for by name.
+
+    Options:
+        compose_judge_model: folder written by `dialeval fit compose` with `judge` among its members
+        compose_quality: the fitted quality whose weights to use (default: the first fitted)
+    """
+
+    name = "compose_judge"
+    description = "composition of the MME sub-metrics, the cross-encoder and the 1.5B LLM judge (ridge)"
+    needs_references = False
+    model_option = "compose_judge_model"
+
+    def __init__(self, compose_judge_model: str | None = None, compose_quality: str | None = None,
+                 refs_mode: str = "multi", tokenizer: str | None = None, compose_model: str | None = None,
+                 compose_ref_model: str | None = None, **metric_options: Any):
+        # the other compositions' folders are theirs; taken here so they never reach the members
+        super().__init__(compose_judge_model, compose_quality, refs_mode, tokenizer, **metric_options)
+
