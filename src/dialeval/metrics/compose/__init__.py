@@ -269,4 +269,3 @@ class ComposeJudge(Compose):
                  compose_ref_model: str | None = None, **metric_options: Any):
         # the other compositions' folders are theirs; taken here so they never reach the members
         super().__init__(compose_judge_model, compose_quality, refs_mode, tokenizer, **metric_options)
-

@@ -96,13 +96,13 @@ class NegativePool:
     """A set's training negatives, scored on demand: `n` made rows, and `score(indices)` giving
     each member's values on those rows alone ({metric: values}).
 
-    Why: the fit draws `negative_share` x a set's items among its made rows (0.25 x 4 families:
-    one row in sixteen), so scoring every made row wastes fifteen passes in sixteen. That is
-    nothing for a word-overlap member and hours for an LLM judge. Scaling is row by row, so
-    the drawn rows scored alone give the fit the same numbers, provided no member's score of a
-    row depends on the rows scored with it (a metric with a corpus pass, such as CIDEr's IDF,
-    does: `dialeval fit compose` scores every made row for such members; a batched encoder's
-    last bits do too, which moves a fit by about 1e-9)."""
+    Why: the fit draws `negative_share` x a set's items among its made rows (the shipped 0.25
+    against four families of the 60% of items outside the probes' top: about one row in ten),
+    so scoring every made row wastes nine passes in ten. That is nothing for a word-overlap
+    member and hours for an LLM judge. Scaling is row by row, so the drawn rows scored alone
+    give the fit the same numbers, provided no member's score of a row depends on the rows
+    scored with it (a metric with a corpus pass, such as CIDEr's IDF, does: `dialeval fit
+    compose` scores every made row for such members)."""
 
     def __init__(self, n: int, score):
         self.n, self._score = int(n), score
