@@ -60,7 +60,7 @@ def test_recipe_environment_names_the_blas_kernels(monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["amfm", "adem", "c_adem", "r_adem", "mme", "mme_cross", "lm", "compose",
-                                  "compose_ref"])
+                                  "compose_ref", "compose_judge"])
 def test_cards_say_what_a_rebuild_pins(name):
     """The shipped card names its recipe's thread count (one: not written), and the card's page
     names the OpenBLAS kernels the recipe pins (the shipped folders' manifests, and so their
