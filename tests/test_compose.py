@@ -261,19 +261,27 @@ def test_fit_and_score_through_cli(tmp_path, capsys):
     assert "compose|model:compose@" in printed and "metrics:bleu2+rouge_l" in printed
 
 
-def test_compose_ref_has_its_own_model_option(tmp_path):
-    """`compose` and `compose_ref` scored in one run, each with its own folder: each gives what
-    `compose` gives with that folder alone; and compose_ref declares that it needs references."""
+def two_small_compositions(tmp_path) -> tuple[Path, Path]:
+    """Two folders fitted on the demo by `fit compose`: CRS over bleu2 and rouge_l, and ridge
+    >= 0 over bleu1 and meteor (different members, so their scores differ)."""
     from dialeval.cli.main import main
-    from dialeval.data.readers import read_samples
-    from dialeval.metrics.registry import metric_spec
-    from dialeval.scoring import score
 
     a, b = tmp_path / "a", tmp_path / "b"
     assert main(["fit", "compose", "--method", "crs", "--data", f"demo:{DEMO}", "--metrics", "bleu2,rouge_l",
                  "--quality", "overall", "-o", str(a)]) == 0
     assert main(["fit", "compose", "--method", "ridge", "--positive", "--data", f"demo:{DEMO}",
                  "--metrics", "bleu1,meteor", "--quality", "overall", "-o", str(b)]) == 0
+    return a, b
+
+
+def test_compose_ref_has_its_own_model_option(tmp_path):
+    """`compose` and `compose_ref` scored in one run, each with its own folder: each gives what
+    `compose` gives with that folder alone; and compose_ref declares that it needs references."""
+    from dialeval.data.readers import read_samples
+    from dialeval.metrics.registry import metric_spec
+    from dialeval.scoring import score
+
+    a, b = two_small_compositions(tmp_path)
     samples = read_samples(DEMO)
     both = score(samples, ["compose", "compose_ref"], compose_model=str(a), compose_ref_model=str(b)).sentence
     np.testing.assert_array_equal(both["compose"], score(samples, ["compose"], compose_model=str(a)).sentence["compose"])
@@ -291,16 +299,11 @@ def test_compose_judge_has_its_own_model_option(tmp_path):
     """The judge's composition (`compose_judge`) is the same machinery under its own option, so
     the three compositions score in one run, each from its own folder, none reading another's
     (here two small word-overlap folders stand in: the judge is an optional install)."""
-    from dialeval.cli.main import main
     from dialeval.data.readers import read_samples
     from dialeval.metrics.registry import metric_spec
     from dialeval.scoring import score
 
-    a, b = tmp_path / "a", tmp_path / "b"
-    assert main(["fit", "compose", "--method", "crs", "--data", f"demo:{DEMO}", "--metrics", "bleu2,rouge_l",
-                 "--quality", "overall", "-o", str(a)]) == 0
-    assert main(["fit", "compose", "--method", "ridge", "--positive", "--data", f"demo:{DEMO}",
-                 "--metrics", "bleu1,meteor", "--quality", "overall", "-o", str(b)]) == 0
+    a, b = two_small_compositions(tmp_path)
     samples = read_samples(DEMO)
     alone = {f: score(samples, ["compose"], compose_model=str(f)).sentence["compose"] for f in (a, b)}
     got = score(samples, ["compose", "compose_ref", "compose_judge"], compose_model=str(a),
