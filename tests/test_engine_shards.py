@@ -31,7 +31,7 @@ AMFM = ["am", "fm", "fm_abs", "amfm"]
 LEARNED = ["adem", "c_adem", "r_adem"]
 MME = ["mme_fm", "mme_rm", "mme_tcm", "mme_em", "mme_sm_nll", "mme_sm_nce", "mme_sm_ppl"]
 MME_CROSS = ["mme_rm_cross"]     # its shard test: tests/test_mme_cross.py
-COMPOSE = ["compose", "compose_ref"]
+COMPOSE = ["compose", "compose_ref", "compose_judge"]
 DIVERSITY = ["distinct1", "distinct2", "distinct3", "entropy1", "entropy2", "entropy3"]
 JUDGE = ["judge", "judge_relevance", "judge_coherence", "judge_fluency", "judge_engagement"]
 SEEDS = [0, 1, 2]
@@ -324,8 +324,9 @@ def test_compose_shards_exactly(tmp_path):
     ComposeModel(method="crs").fit([dev], signatures=result.signatures).save(tmp_path / "crs")
     ComposeModel(method="ridge", positive=True).fit([dev], signatures=result.signatures).save(tmp_path / "ridge")
     # compose_ref beside it (NaN where a sample has no references: those rows too must agree)
-    assert_same(make_plan(COMPOSE, compose_model=str(tmp_path / "crs"), compose_ref_model=str(tmp_path / "ridge")),
-                make_samples(n=24))
+    # and compose_judge (a small folder stands in for the judge's: the machinery is the same)
+    assert_same(make_plan(COMPOSE, compose_model=str(tmp_path / "crs"), compose_ref_model=str(tmp_path / "ridge"),
+                          compose_judge_model=str(tmp_path / "crs")), make_samples(n=24))
 
 
 def test_compose_over_cider_d_shards_exactly(tmp_path):
