@@ -113,6 +113,13 @@ class NegativePool:
     def take(self, rows: np.ndarray) -> Mapping[str, Sequence[float]]:
         return self._score(rows)
 
+    @classmethod
+    def scored(cls, columns: Mapping[str, Sequence[float]]) -> "NegativePool":
+        """A pool of rows already scored ({metric: values}, every made row): `take` slices them."""
+        arrays = {m: np.asarray(v, dtype=float) for m, v in columns.items()}
+        n = min((len(v) for v in arrays.values()), default=0)
+        return cls(n, lambda rows: {m: v[rows] for m, v in arrays.items()})
+
 
 def spearman(x: np.ndarray, y: np.ndarray, min_items: int = 5) -> float:
     """Spearman over the items where both are finite; NaN if fewer than `min_items` or constant."""
@@ -603,23 +610,16 @@ class Ridge(Weighting):
             pool = negatives.get(d.name)
             if not pool:
                 continue
-            lazy = isinstance(pool, NegativePool)
-
-            def check(cols):
-                missing = [m for m in model.metrics_ if m not in cols]
-                if missing:
-                    raise DialevalError(f"training negatives of {d.name!r} have no scores for {', '.join(missing)}")
-                return cols
-
-            n = len(pool) if lazy else len(np.asarray(check(pool)[model.metrics_[0]]))
-            take = min(n, int(round(share * len(d))))
+            if not isinstance(pool, NegativePool):
+                pool = NegativePool.scored(pool)
+            take = min(len(pool), int(round(share * len(d))))
             rng = np.random.default_rng([int(model.seed), g, 7])
-            rows = np.sort(rng.choice(n, size=take, replace=False))
-            cols = check(pool.take(rows)) if lazy else pool
+            cols = pool.take(np.sort(rng.choice(len(pool), size=take, replace=False)))
+            missing = [m for m in model.metrics_ if m not in cols]
+            if missing:
+                raise DialevalError(f"training negatives of {d.name!r} have no scores for {', '.join(missing)}")
             # scaling is row by row: the drawn rows scaled alone are the rows of the scaled whole
-            out[d.name] = model._scaled_matrix(
-                {m: np.asarray(cols[m], dtype=float) if lazy else np.asarray(cols[m], dtype=float)[rows]
-                 for m in model.metrics_})
+            out[d.name] = model._scaled_matrix({m: np.asarray(cols[m], dtype=float) for m in model.metrics_})
             counts[d.name] = take
         model.negatives_used_ = counts
         return out
