@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dialeval.errors import DialevalError
 from dialeval.metrics.learned.adem import copy
 
 
@@ -58,5 +57,36 @@ def test_a_model_learns_the_term_saves_it_and_a_parrot_pays(tmp_path):
     without = model.predict_vectors(*model.encode(ctx, refs, parrots))
     lost = without - model.predict(ctx, refs, parrots)
     np.testing.assert_allclose(lost, np.full(6, model.copy_term_.weight))     # a copy loses the whole weight
-    with pytest.raises(DialevalError, match="r_adem never reads"):
-        Adem(encoder=f"hred:{encoder}", variant="r_adem", copy_term=True).fit(rows)
+
+
+def test_r_adem_takes_the_term_and_its_metric_reads_the_last_turn_for_it(tmp_path):
+    """r_adem's bilinear part reads the reference alone, but a parroted turn is only known by the
+    turn it repeats: the term reads the context, and the `r_adem` metric must hand it over."""
+    pytest.importorskip("torch")
+    from test_adem import rows_for, tiny_encoder
+
+    import dialeval
+    from dialeval.metrics.learned.adem.model import Adem
+    from dialeval.metrics.softfloor import lift_range
+
+    encoder = tmp_path / "hred"
+    tiny_encoder().save(encoder)
+    rows = rows_for(80)
+    model = Adem(encoder=f"hred:{encoder}", variant="r_adem", pca_dims=4, max_epochs=20, copy_term=True).fit(rows)
+    assert "copy_term" in model.training_          # chosen on the validation rows like the others'
+    model.set_copy_term({"weight": 2.0, "knee": 0.5})
+    model.save(tmp_path / "r_adem")
+    rows = rows[:6]
+    ctx, refs = [r.context for r in rows], [r.references for r in rows]
+    parrots = [c[-1] for c in ctx]
+    without = model.predict_vectors(*model.encode(ctx, refs, parrots))
+    samples = [{"id": r.id, "context": r.context, "response": p, "references": r.references}
+               for r, p in zip(rows, parrots)]
+    got = np.array([rec["scores"]["r_adem"] for rec in
+                    dialeval.score(samples, ["r_adem"], adem_model=str(tmp_path / "r_adem")).records()])
+    # every parrot loses the whole weight (word-set F1 1 > knee), then the floor is squashed
+    np.testing.assert_allclose(got, lift_range(without - 2.0, 1.0, 5.0, top=False))
+    alone = [dict(s, context=[]) for s in samples]      # without a context nothing is a copy
+    got = np.array([rec["scores"]["r_adem"] for rec in
+                    dialeval.score(alone, ["r_adem"], adem_model=str(tmp_path / "r_adem")).records()])
+    np.testing.assert_allclose(got, lift_range(without, 1.0, 5.0, top=False))

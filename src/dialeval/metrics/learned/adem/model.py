@@ -105,10 +105,11 @@ class Adem(Estimator):
             bottom of the scale (1), so that the ranking loss puts them below every real
             response of their set; validation rows get none. The families left out are what the
             probes then test for generalisation (default: none)
-        copy_term: adem and c_adem: after the fit, learn what a reply loses for repeating the
-            context's last turn (word-set F1 above a knee, weight and knee chosen on the
-            validation rows with a copy of each row's last turn at the bottom of its set; see
-            `adem/copy.py`); r_adem reads no context and refuses it (default: off)
+        copy_term: after the fit, learn what a reply loses for repeating the context's last
+            turn (word-set F1 above a knee, weight and knee chosen on the validation rows with a
+            copy of each row's last turn at the bottom of its set; see `adem/copy.py`). The term
+            reads the last turn for every variant, r_adem's too, whose bilinear part still reads
+            only the reference and the response (default: off)
         device: torch device of training's MiniLM passes (the rows' vectors and stage 2's tuned
             layers), cpu or cuda[:N]; the PCA and stage 1's bilinear fit stay on the CPU. Not
             saved: a model trained on a GPU scores anywhere (with `--adem-device`)
@@ -165,9 +166,6 @@ class Adem(Estimator):
             raise DialevalError(f"ADEM variant {self.variant!r}: choose from {', '.join(VARIANTS)}")
         if self.preset not in PRESETS:
             raise DialevalError(f"ADEM preset {self.preset!r}: choose from {', '.join(PRESETS)}")
-        if self.copy_term and self.variant == "r_adem":
-            raise DialevalError("copy_term needs the context, which r_adem never reads; "
-                                "train adem or c_adem with it")
         if int(self.finetune_layers or 0):
             if not str(self.encoder).startswith("minilm"):
                 raise DialevalError(f"finetune_layers needs the minilm encoder; {self.encoder} is not a "
