@@ -213,6 +213,34 @@ def test_hand_computed_shares_on_a_tiny_file(tmp_path):
     assert r.higher_is_better == {"toy_longer": True, "toy_shorter": False}
 
 
+def test_failures_list_each_item_the_original_did_not_win(tmp_path, capsys):
+    samples = read_samples(write_jsonl(tmp_path / "tiny.jsonl", TINY))
+    r = probe(samples, [LongerIsBetter()], families=["parrot"], n_boot=0)
+    # the hand count above: item 1 loses (2 words vs 7), 3 ties (5 vs 5), 5's parrot is NaN;
+    # 2 wins, 4 is skipped and 6 is not applicable, so neither is listed
+    got = [(f["id"], f["outcome"], f["score"], f["variant_score"]) for f in r.failures()]
+    assert got[:2] == [("1", "loss", 2.0, 7.0), ("3", "tie", 5.0, 5.0)]
+    assert got[2][:3] == ("5", "variant_nan", 4.0) and math.isnan(got[2][3])
+    first = next(r.failures())
+    assert (first["last_turn"], first["response"], first["variant"]) == \
+        ("how are you today my friend ?", "fine thanks", "how are you today my friend ?")
+    # the command writes them as JSON lines, NaN as null
+    path = tmp_path / "fails.jsonl"
+    assert main(["probe", str(tmp_path / "tiny.jsonl"), "--metrics", "bleu2", "--families", "empty,shuffle",
+                 "--n-boot", "0", "--failures", str(path)]) == 0
+    capsys.readouterr()
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    # BLEU-2 without references is not applicable to any item: nothing failed
+    assert lines == []
+    assert main(["probe", str(DEMO), "--metrics", "bleu1", "--families", "shuffle", "--n-boot", "0",
+                 "--failures", str(path)]) == 0
+    capsys.readouterr()
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    # BLEU-1 ties every shuffle (the test below): each probed item with a shuffle is listed
+    assert lines and all(f["outcome"] == "tie" and f["score"] == f["variant_score"] for f in lines)
+    assert all(sorted(f["variant"].split()) == sorted(f["response"].split()) for f in lines)
+
+
 def test_a_length_loving_metric_fails_loop_and_passes_truncate():
     rows = [Sample(id=str(k), context=[f"question {k}"], response=" ".join(f"w{k}_{j}" for j in range(3 + k % 4)))
             for k in range(12)]      # 3 to 6 words: loop makes 8, truncate 2

@@ -331,7 +331,7 @@ def _unknown_arguments(parser: argparse.ArgumentParser, args, extra: list[str]) 
 
 
 # argument dests that name something a command writes
-OUTPUT_ARGS = ("output", "report", "plot")
+OUTPUT_ARGS = ("output", "report", "plot", "failures")
 
 
 def check_outputs(parser: argparse.ArgumentParser, args) -> None:

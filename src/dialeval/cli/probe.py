@@ -95,7 +95,7 @@ def _metrics(text: str) -> list[str]:
 
 
 def cmd_probe(args) -> int:
-    from dialeval.data.writers import json_value, write_json
+    from dialeval.data.writers import json_value, write_json, write_jsonl
     from dialeval.meta.probes import check_families, probe
     from dialeval.report.probes import describe_items, probe_table, write_page
     from dialeval.report.tables import comment_lead
@@ -123,6 +123,9 @@ def cmd_probe(args) -> int:
               "equals one of its references (--keep-reference-copies keeps them)", file=sys.stderr)
     if args.output:
         write_json(args.output, data)
+    if args.failures:
+        write_jsonl(args.failures, result.failures())
+        print(f"failures: {args.failures}", file=sys.stderr)
     if args.report:
         write_page(args.report, json_value(data), title=f"dialeval probes: {os.path.basename(label)}")
         print(f"report: {args.report}", file=sys.stderr)
@@ -180,6 +183,8 @@ def add_commands(sub) -> None:
                         "default: their reference metrics are trivially perfect)")
     p.add_argument("-o", "--output", help="write the results as JSON")
     p.add_argument("--report", metavar="PATH", help="write a self-contained HTML page of the results")
+    p.add_argument("--failures", metavar="PATH", help="write every item a metric let a variant tie or "
+                   "beat as JSON lines (metric, family, last turn, response, variant, both scores)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     add_table_format(p, alias=False)
     add_scoring_flags(p)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -186,6 +186,8 @@ class ProbeResult:
     samples: list[Sample]                      # the probed items, in order
     variants: dict[str, list[str | None]]      # family -> variant per item (None: skipped)
     item_outcomes: dict[str, dict[str, np.ndarray]] = field(repr=False, default_factory=dict)
+    # metric -> "original" or a family -> its score per item (NaN: skipped or no value)
+    item_scores: dict[str, dict[str, np.ndarray]] = field(repr=False, default_factory=dict)
     scores: Any = field(repr=False, default=None)   # the ScoreResult of the one scoring call
     notes: list[str] = field(default_factory=list)
 
@@ -204,6 +206,23 @@ class ProbeResult:
                  # whitespace alone); the field tells the two instruments' outputs apart
                  "same:reading", f"version:{__version__}"]
         return "|".join(parts)
+
+    def failures(self) -> Iterator[dict[str, Any]]:
+        """Every (metric, family, item) the original did not win, with both texts and scores:
+        what a user reads to see *why* a share is low (a bland original against a bland
+        variant, say, is a different failure from a real answer beaten by another item's)."""
+        for metric in self.metrics:
+            original = self.item_scores[metric]["original"]
+            for family in self.families:
+                got = self.item_outcomes[metric][family]
+                variant = self.item_scores[metric][family]
+                for i in np.flatnonzero(np.isin(got, (TIE, LOSS, VARIANT_NAN))):
+                    sample = self.samples[i]
+                    yield {"metric": metric, "family": family, "outcome": str(got[i]), "item": int(i),
+                           "id": sample.id, "system": sample.system,
+                           "last_turn": sample.context[-1] if sample.context else "",
+                           "response": sample.response, "variant": self.variants[family][i],
+                           "score": float(original[i]), "variant_score": float(variant[i])}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (NaN stays a float here; the project's JSON writers make it null)."""
@@ -267,11 +286,13 @@ def probe(samples: Iterable[Any], metrics: Sequence[Any] | str, *, families: Ite
     results: dict[str, dict[str, dict[str, Any]]] = {}
     directions: dict[str, bool] = {}
     item_outcomes: dict[str, dict[str, np.ndarray]] = {}
+    item_scores: dict[str, dict[str, np.ndarray]] = {}
     for metric in result.metrics:
         values = np.asarray(result.sentence[metric], dtype=np.float64)
         higher = directions[metric] = _direction(metric, given)
         original = values[:n]
         results[metric], item_outcomes[metric] = {}, {}
+        item_scores[metric] = {"original": original}
         for family in families:
             variant = np.full(n, np.nan)
             skipped = np.ones(n, dtype=bool)
@@ -280,6 +301,7 @@ def probe(samples: Iterable[Any], metrics: Sequence[Any] | str, *, families: Ite
                 skipped[i] = False
             got = outcomes(original, variant, skipped, higher)
             item_outcomes[metric][family] = got
+            item_scores[metric][family] = variant
             tally = {k: int((got == k).sum()) for k in (WIN, TIE, LOSS, VARIANT_NAN, NOT_APPLICABLE, SKIPPED)}
             applicable = tally[WIN] + tally[TIE] + tally[LOSS] + tally[VARIANT_NAN]
             rng = np.random.default_rng((seed, _BOOT_STREAM + FAMILIES.index(family),
@@ -300,7 +322,8 @@ def probe(samples: Iterable[Any], metrics: Sequence[Any] | str, *, families: Ite
     return ProbeResult(metrics=list(result.metrics), families=list(families), results=results,
                        signatures=dict(result.signatures), higher_is_better=directions,
                        settings=settings, items=counts, samples=items, variants=variants,
-                       item_outcomes=item_outcomes, scores=result, notes=list(result.notes))
+                       item_outcomes=item_outcomes, item_scores=item_scores, scores=result,
+                       notes=list(result.notes))
 
 
 # --- training negatives for a fit on rated data -------------------------------------------------
