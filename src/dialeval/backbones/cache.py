@@ -48,9 +48,12 @@ def cached_backbones() -> list:
 
 
 def clear_vectors() -> None:
-    """Forget every remembered text vector of every cached backbone (the models stay)."""
+    """Forget every remembered text vector of every cached backbone (the models stay). A
+    backbone that remembers none (a judge's llama.cpp model) has nothing to forget."""
     for backbone in cached_backbones():
-        backbone.clear_vectors()
+        forget = getattr(backbone, "clear_vectors", None)
+        if forget is not None:
+            forget()
 
 
 def clear_backbones() -> None:
