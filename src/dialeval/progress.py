@@ -173,6 +173,17 @@ class ForeignScriptWarning(TallyWarning):
                          "their scores for those rows mean little")
 
 
+class ScriptFloorWarning(TallyWarning):
+    """Responses in another script than the Latin text they answer, which the metrics with the
+    script rule (metrics/base.py) scored at their floor."""
+
+    def __init__(self, count: int, script: str, metrics):
+        self.count, self.script, self.metrics = int(count), script, tuple(metrics)
+        super().__init__(f"{self.count:,} response(s) written mostly in {script} script answer text in "
+                         f"Latin letters: {', '.join(self.metrics)} score them at their floor, as a "
+                         "blank reply")
+
+
 def report_tallies(tallies: dict[Any, list[int]]) -> None:
     """One warning per kind of tally of a whole run."""
     import warnings
@@ -190,6 +201,8 @@ def report_tallies(tallies: dict[Any, list[int]]) -> None:
                               f"vocabulary (case {key[1]})", TallyWarning, stacklevel=3)
         elif key[0] == "script" and counts[0]:
             warnings.warn(ForeignScriptWarning(counts[0], key[1], key[2]), stacklevel=3)
+        elif key[0] == "script-floor" and counts[0]:
+            warnings.warn(ScriptFloorWarning(counts[0], key[1], key[2]), stacklevel=3)
         elif key[0] == "judge-spread":     # a served judge (metrics/judge/served.py)
             items, sd_micro, unread = counts
             if key[2] > 1 and (items or unread):

@@ -121,13 +121,24 @@ def _score_shard(plan: Plan, samples: Sequence[Sample], corpus: dict[str, dict[A
                 unscored.setdefault(metric.name, {})[system] = unscored_reasons(metric, batch, missing)
     english = tuple(m.name for m in metrics if m.english_only)
     if english:
+        from ..metrics.base import in_other_script
         from ..progress import tally
         from ..text.scripts import foreign_script
 
+        floored = tuple(m.name for m in metrics if m.english_only and m.floors_other_script)
         for sample in samples:
             script = foreign_script(sample.response)
-            if script is not None:
-                tally(("script", script, english), 1)
+            if script is None:
+                continue
+            # a reply answering Latin text scores the floor on the metrics with the script rule;
+            # the warning that scores "mean little" is for the others
+            if floored and in_other_script(sample.response, sample.context, sample.references):
+                tally(("script-floor", script, floored), 1)
+                rest = tuple(m for m in english if m not in floored)
+            else:
+                rest = english
+            if rest:
+                tally(("script", script, rest), 1)
     with_refs = sum(1 for s in samples if s.references)
     return ShardResult(n=n, sentence=sentence, states=states, counts=counts, with_refs=with_refs,
                        stats=stats, unscored=unscored)

@@ -47,6 +47,14 @@ mean by answering nothing where a model has no opinion (docs/robustness.md). `co
 that rule to what `compute_batch` (the metric's own computation) gives; metrics whose own
 statistics already give the floor (the word-overlap family) are left as they are, which a test
 checks for every registered metric.
+
+A **reply in another script** than the text it answers scores that floor too, on a metric that
+declares `floors_other_script`: written mostly outside the Latin alphabet (`text/scripts.py`)
+while its context (or, without one, its references) is mostly Latin. Such a metric's models read
+English alone, so its number for the reply is noise (a Cyrillic transliteration of a good answer
+outscored the answer on a fifth of the probe items), and a user who wrote in Latin letters is
+not answered by it. Text in one other script throughout is left to the English-only warning: the
+rule judges a mismatch, not a language. Its signature says `script:floor`.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ from typing import Any, Callable, ClassVar, Literal, Sequence
 import numpy as np
 
 from ..errors import DialevalError
+from ..text.scripts import foreign_script
 from ..version import __version__
 
 REFS_MODES = ("multi", "max", "mean")
@@ -203,6 +212,8 @@ class Metric:
     # its own computation already gives a blank response its floor (a composition of metrics
     # that do): the rule leaves it alone, so its values stay independent of batch shapes
     floor_is_native: ClassVar[bool] = False
+    # a reply in another script than the text it answers scores the floor (see the module doc)
+    floors_other_script: ClassVar[bool] = False
 
     def __init__(self, refs_mode: Literal["multi", "max", "mean"] = "multi", tokenizer: str | None = None):
         if refs_mode not in REFS_MODES:
@@ -272,7 +283,12 @@ class Metric:
             opts.append(("refs", self.refs_mode))
         opts.append(("tok", self.tokenizer))
         opts.extend(self.signature_options())
+        opts.extend(self.rule_fields())
         return Signature(self.name, tuple(opts))
+
+    def rule_fields(self) -> list[tuple[str, Any]]:
+        """The signature's fields of the rules `compute` applies beyond the blank one."""
+        return [SCRIPT_FIELD] if self.floors_other_script else []
 
     def floor(self) -> float | None:
         """What a blank response scores: the low end of `score_range` (None: the rule does not apply,
@@ -281,8 +297,9 @@ class Metric:
         return None if low is None else float(low)
 
     def compute(self, batch: Batch) -> MetricOutput:
-        """The metric's output on `batch`, blank responses at the floor (see the module doc)."""
-        return apply_blank_rule(self, batch, self.compute_batch(batch))
+        """The metric's output on `batch`, blank responses (and, where the metric says so,
+        replies in another script) at the floor (see the module doc)."""
+        return apply_script_rule(self, batch, apply_blank_rule(self, batch, self.compute_batch(batch)))
 
     def compute_batch(self, batch: Batch) -> MetricOutput:
         """The metric's own computation (what a family overrides)."""
@@ -418,14 +435,56 @@ def undefined_rows(metric: "Metric", batch: Batch) -> np.ndarray:
     return out
 
 
+SCRIPT_FIELD = ("script", "floor")
+
+
+def _mostly_latin(text: str) -> bool:
+    """`text` has letters, and most of them are Latin."""
+    return any(c.isalpha() for c in text) and (text.isascii() or foreign_script(text) is None)
+
+
+def in_other_script(response: str, context: Sequence[str], refs: Sequence[str]) -> bool:
+    """Whether `response` is written mostly in another script than Latin while the text it
+    answers (its context's turns, or else its references) is mostly Latin."""
+    if response.isascii() or foreign_script(response) is None:
+        return False
+    answered = " ".join(context)
+    if not any(c.isalpha() for c in answered):
+        answered = " ".join(refs)
+    return _mostly_latin(answered)
+
+
+def other_script_rows(batch: Batch) -> np.ndarray:
+    """The rows of `batch` `in_other_script`."""
+    return batch.memo("other-script", lambda: np.fromiter(
+        (in_other_script(h, c, r) for h, c, r in zip(batch.hyps, batch.contexts, batch.refs)),
+        dtype=bool, count=len(batch)))
+
+
 def apply_blank_rule(metric: "Metric", batch: Batch, out: MetricOutput) -> MetricOutput:
     """`out` with every blank response that the metric could otherwise score set to its floor.
     Metrics that reduce summed statistics (corpus BLEU, METEOR) keep their own rows: their
     statistics of a blank response already give the floor and the reference length still counts."""
-    floor = metric.floor()
-    if floor is None or not len(batch) or metric._summed_rows() or metric.floor_is_native:
+    if metric.floor_is_native or not len(batch):
         return out
-    rows = blank_rows(batch)
+    return _at_floor(metric, batch, out, blank_rows(batch))
+
+
+def apply_script_rule(metric: "Metric", batch: Batch, out: MetricOutput) -> MetricOutput:
+    """`out` with every reply in another script than the text it answers (`other_script_rows`)
+    set to the floor, for a metric that declares `floors_other_script`. Unlike the blank rule it
+    also sets a composition's rows (`floor_is_native`): members without the rule (`sent_cosine`
+    in `compose_ref`) keep such a reply above the composition's floor."""
+    if not metric.floors_other_script or not len(batch):
+        return out
+    return _at_floor(metric, batch, out, other_script_rows(batch))
+
+
+def _at_floor(metric: "Metric", batch: Batch, out: MetricOutput, rows: np.ndarray) -> MetricOutput:
+    """`out` with `rows` (those the metric can score at all) set to the metric's floor."""
+    floor = metric.floor()
+    if floor is None or metric._summed_rows():
+        return out
     if not rows.any():
         return out
     rows = rows & ~undefined_rows(metric, batch)

@@ -28,6 +28,16 @@ from ..model_metric import ModelMetric, without_default_runtime
 PINNED = ("refs_mode", "tokenizer")
 
 
+def _without_rules(signature: str) -> str:
+    """`signature` without the fields of the rules that move only rows no fit reads: the squash
+    map's (under the knee, where the clip gave the floor) and the script rule's."""
+    from ..base import SCRIPT_FIELD
+    from ..softfloor import without_field
+
+    key = SCRIPT_FIELD[0] + ":"
+    return "|".join(p for p in without_field(signature).split("|") if not p.startswith(key))
+
+
 class ComposeSignatureWarning(UserWarning):
     """A composed metric is now computed differently from when the weights were fitted."""
 
@@ -46,6 +56,8 @@ class Compose(ModelMetric):
     native_tokenizer = "per-metric"
     english_only = True
     floor_is_native = True
+    # a reply in another script than its context scores the composition's floor (metrics/base.py)
+    floors_other_script = True
     model_option = "compose_model"
 
     def __init__(self, compose_model: str | None = None, compose_quality: str | None = None,
@@ -93,7 +105,9 @@ class Compose(ModelMetric):
             # and one signed before the one runtime rule wrote the default runtime as it was then
             # (`device:cpu`, `prec:fp32`), which the rule now leaves out: the same numbers
             then = then and without_default_runtime(then)
-            if then and then != now and then != without_field(now):
+            # and one fitted before the script rule (metrics/base.py) differs only on replies in
+            # another script than their context, which no fit's rows hold
+            if then and then != now and _without_rules(then) != _without_rules(now):
                 warnings.warn(f"compose: {metric.name} is now {now}, fitted as {then}; "
                               "its weights may not fit these scores", ComposeSignatureWarning,
                               stacklevel=2)
@@ -191,7 +205,7 @@ class Compose(ModelMetric):
         the recorded ones, which its own signature names)."""
         from ..base import Signature
 
-        return Signature(self.name, tuple(self.signature_options()))
+        return Signature(self.name, tuple(self.signature_options() + self.rule_fields()))
 
     def model_fields(self) -> list[tuple[str, Any]]:
         return [("model", self.model_tag)]

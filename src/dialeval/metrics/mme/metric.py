@@ -43,6 +43,8 @@ class _MMEBase(ModelMetric):
 
     needs_references = False
     english_only = True
+    # a reply in another script than its context scores the floor (metrics/base.py)
+    floors_other_script = True
     sub: ClassVar[str] = ""
     # relevance and topic coherence score (context, response); the others the response alone
     reads_context: ClassVar[bool] = False
