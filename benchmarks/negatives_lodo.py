@@ -55,12 +55,14 @@ def cached_columns(path: str, rows, metrics: list[str], options: dict) -> dict[s
     return {m: have[m] for m in metrics}
 
 
-def negative_rows(samples, seed: int = 0):
+def negative_rows(samples, seed: int = 0, families=None):
     """The training negatives' rows for one set: variants of up to NEGATIVE_ITEMS items outside
-    the probes' top 40% (what `fit compose --negative-share` makes, on a seeded subset)."""
-    from dialeval.meta.probes import negative_samples
+    the probes' top 40% (what `fit compose --negative-share` makes, on a seeded subset); the
+    shipped families unless `families` (a comma-separated string) says otherwise. The subset of
+    items does not depend on the families."""
+    from dialeval.meta.probes import TRAINING_FAMILIES, negative_samples
 
-    rows = negative_samples(samples, seed=seed)
+    rows = negative_samples(samples, families or TRAINING_FAMILIES, seed=seed)
     rng = np.random.default_rng(seed)
     items = sorted({r.id for r in rows})
     keep = set(items) if len(items) <= NEGATIVE_ITEMS else set(rng.choice(items, NEGATIVE_ITEMS, replace=False))

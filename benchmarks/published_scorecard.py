@@ -29,6 +29,10 @@ rows' judge scores are read from `dialeval score SET.jsonl --metrics judge ... -
 negatives' are scored here with `--judge-model` / `--judge-backend`, only the rows some fit
 draws (`NegativePool`: a quarter of the made rows or fewer), and cached row by row.
 
+`--negatives FAMILIES` adds two arms, `compose` and `compose_ref` fitted with those families as
+their training negatives instead of the shipped four (empty, parrot, other_item, loop), each
+against the shipped fit: what another family in the fit costs or gains held out.
+
 Writes OUT/published_scorecard.md and .json: per set, each row's turn-level Spearman with its 95%
 bootstrap CI, the best published evaluator of base size (Yeh et al. 2021, as the issue lists
 them), and the paired differences (bootstrap over items) against sent_cosine and against the
@@ -125,6 +129,9 @@ def main() -> None:
     ap.add_argument("--judge-scores", metavar="PATTERN",
                     help="the judge's scores of the rated rows ({set}: the set's name): adds the judge arms")
     ap.add_argument("--judge-model", default="qwen1.5b", help="with --judge-scores: the judge of those files")
+    ap.add_argument("--negatives", metavar="FAMILIES",
+                    help="comma-separated probe families: adds `compose` and `compose_ref` arms fitted with "
+                         "them as training negatives")
     ap.add_argument("--judge-backend", default="llama.cpp", help="with --judge-scores: its backend")
     args = ap.parse_args()
 
@@ -138,6 +145,7 @@ def main() -> None:
 
     devs = {"now": [], "filing": []}
     negs: dict[str, dict] = {}
+    other_negs: dict[str, dict] = {}
     judged: dict[str, np.ndarray] = {}
     judge_pools: dict[str, JudgePool] = {}
     judge_tag = f"judge-{args.judge_model}-{args.judge_backend}".replace("/", "_")
@@ -161,6 +169,12 @@ def main() -> None:
         negs[name] = {**cols(tags["now"], negatives, MME, {"mme_model": mme}, ".neg"),
                       **cols(tags["cross"], negatives, [CROSS], {"mme_cross_model": cross}, ".neg"),
                       **cols("refs", negatives, REFS, {}, ".neg")}
+        if args.negatives:
+            made = negative_rows(samples, families=args.negatives)
+            suffix = ".neg-" + args.negatives.replace(",", "+")
+            other_negs[name] = {**cols(tags["now"], made, MME, {"mme_model": mme}, suffix),
+                                **cols(tags["cross"], made, [CROSS], {"mme_cross_model": cross}, suffix),
+                                **cols("refs", made, REFS, {}, suffix)}
         if args.judge_scores:
             judged[name] = judge_column(args.judge_scores.format(set=name), samples)["judge"]
             judge_pools[name] = JudgePool(negs[name], negatives, os.path.join(cache, judge_tag, f"{name}.neg.npz"),
@@ -199,6 +213,13 @@ def main() -> None:
         preds[also] = lodo_compose(devs["now"], members, share=SHARE, negatives=negs, stand_in=STAND_IN,
                                    extra=extra)[0]
     arms = [(also, "compose")] if extra else []
+    if args.negatives:
+        label = f"(negatives: {args.negatives})"
+        preds[f"compose {label}"] = lodo_compose(devs["now"], members, share=SHARE, negatives=other_negs,
+                                                 stand_in=STAND_IN)[0]
+        preds[f"compose_ref {label}"] = lodo_compose(devs["now"], members + REFS, with_refs_only=True, share=SHARE,
+                                                     negatives=other_negs)[0]
+        arms += [(f"compose {label}", "compose"), (f"compose_ref {label}", "compose_ref")]
     if judged:
         with_judge = [DevSet(d.name, {**d.scores, "judge": judged[d.name]}, d.human, dict(d.meta)) for d in devs["now"]]
         preds["compose + judge"] = lodo_compose(with_judge, members + ["judge"], share=SHARE, negatives=judge_pools,
