@@ -283,11 +283,13 @@ class Metric:
             opts.append(("refs", self.refs_mode))
         opts.append(("tok", self.tokenizer))
         opts.extend(self.signature_options())
-        opts.extend(self.rule_fields())
+        opts.extend(f for f in self.rule_fields() if f not in opts)
         return Signature(self.name, tuple(opts))
 
     def rule_fields(self) -> list[tuple[str, Any]]:
-        """The signature's fields of the rules `compute` applies beyond the blank one."""
+        """The signature's fields of the rules `compute` applies beyond the blank one (after the
+        metric's own options; a model-backed metric puts them before its runtime fields, which
+        come last)."""
         return [SCRIPT_FIELD] if self.floors_other_script else []
 
     def floor(self) -> float | None:

@@ -149,5 +149,6 @@ class ModelMetric(Metric):
             if [k for k, _ in named].count("model") != 1 or named[0][0] != "model":
                 raise DialevalError(f"{self.name}: a model-backed metric names its model in one "
                                     f"`model:` field, first; got {[k for k, _ in named]}")
-            self._signed = named + list(self.option_fields()) + runtime_fields(self.runtimes())
+            self._signed = (named + list(self.option_fields()) + self.rule_fields()
+                            + runtime_fields(self.runtimes()))
         return list(self._signed)

@@ -205,7 +205,7 @@ class Compose(ModelMetric):
         the recorded ones, which its own signature names)."""
         from ..base import Signature
 
-        return Signature(self.name, tuple(self.signature_options() + self.rule_fields()))
+        return Signature(self.name, tuple(self.signature_options()))
 
     def model_fields(self) -> list[tuple[str, Any]]:
         return [("model", self.model_tag)]
