@@ -141,7 +141,9 @@ class LlamaCppModel:
             self.model = None
 
     def __del__(self):
-        if not sys.is_finalizing():     # at exit the library may be gone before us; the OS frees it all
+        # at exit the library, and this module's globals (`sys` too), may be gone before us: the
+        # OS frees it all
+        if sys is not None and not sys.is_finalizing():
             self.close()
 
     def _decode(self, tokens: list[int], start: int) -> None:
