@@ -33,6 +33,10 @@ draws (`NegativePool`: a quarter of the made rows or fewer), and cached row by r
 their training negatives instead of the shipped four (empty, parrot, other_item, loop), each
 against the shipped fit: what another family in the fit costs or gains held out.
 
+`--member METRIC` (repeatable) adds two arms, `compose` and `compose_ref` with those metrics as
+further members (scored here on the rated rows and the training negatives, cached under
+`extra`), each against the shipped fit.
+
 Writes OUT/published_scorecard.md and .json: per set, each row's turn-level Spearman with its 95%
 bootstrap CI, the best published evaluator of base size (Yeh et al. 2021, as the issue lists
 them), and the paired differences (bootstrap over items) against sent_cosine and against the
@@ -129,6 +133,8 @@ def main() -> None:
     ap.add_argument("--judge-scores", metavar="PATTERN",
                     help="the judge's scores of the rated rows ({set}: the set's name): adds the judge arms")
     ap.add_argument("--judge-model", default="qwen1.5b", help="with --judge-scores: the judge of those files")
+    ap.add_argument("--member", action="append", default=[], metavar="METRIC",
+                    help="a further member of `compose` and `compose_ref` arms (repeatable)")
     ap.add_argument("--negatives", metavar="FAMILIES",
                     help="comma-separated probe families: adds `compose` and `compose_ref` arms fitted with "
                          "them as training negatives")
@@ -146,6 +152,7 @@ def main() -> None:
     devs = {"now": [], "filing": []}
     negs: dict[str, dict] = {}
     other_negs: dict[str, dict] = {}
+    negs_more: dict[str, dict] = {}
     judged: dict[str, np.ndarray] = {}
     judge_pools: dict[str, JudgePool] = {}
     judge_tag = f"judge-{args.judge_model}-{args.judge_backend}".replace("/", "_")
@@ -169,6 +176,10 @@ def main() -> None:
         negs[name] = {**cols(tags["now"], negatives, MME, {"mme_model": mme}, ".neg"),
                       **cols(tags["cross"], negatives, [CROSS], {"mme_cross_model": cross}, ".neg"),
                       **cols("refs", negatives, REFS, {}, ".neg")}
+        if args.member:
+            more = cols("extra", samples, args.member, {})
+            devs.setdefault("more", []).append(dev_set(name, samples, {**now, **refs, **more}))
+            negs_more[name] = {**negs[name], **cols("extra", negatives, args.member, {}, ".neg")}
         if args.negatives:
             made = negative_rows(samples, families=args.negatives)
             suffix = ".neg-" + args.negatives.replace(",", "+")
@@ -213,6 +224,13 @@ def main() -> None:
         preds[also] = lodo_compose(devs["now"], members, share=SHARE, negatives=negs, stand_in=STAND_IN,
                                    extra=extra)[0]
     arms = [(also, "compose")] if extra else []
+    if args.member:
+        label = "+ " + ", ".join(args.member)
+        preds[f"compose {label}"] = lodo_compose(devs["more"], members + args.member, share=SHARE,
+                                                 negatives=negs_more, stand_in=STAND_IN)[0]
+        preds[f"compose_ref {label}"] = lodo_compose(devs["more"], members + REFS + args.member, with_refs_only=True,
+                                                     share=SHARE, negatives=negs_more)[0]
+        arms += [(f"compose {label}", "compose"), (f"compose_ref {label}", "compose_ref")]
     if args.negatives:
         label = f"(negatives: {args.negatives})"
         preds[f"compose {label}"] = lodo_compose(devs["now"], members, share=SHARE, negatives=other_negs,

@@ -34,6 +34,7 @@ MME_CROSS = ["mme_rm_cross"]     # its shard test: tests/test_mme_cross.py
 COMPOSE = ["compose", "compose_ref", "compose_judge"]
 DIVERSITY = ["distinct1", "distinct2", "distinct3", "entropy1", "entropy2", "entropy3"]
 JUDGE = ["judge", "judge_relevance", "judge_coherence", "judge_fluency", "judge_engagement"]
+CONTEXT = ["turn_novelty"]
 SEEDS = [0, 1, 2]
 
 WORDS = ("i you we the a like want to and would really pizza pasta train flight hotel city "
@@ -103,7 +104,7 @@ def assert_same(plan, samples, seeds=SEEDS, tol=0.0, corpus_tol=1e-12, before_ea
 
 def test_every_registered_metric_is_covered():
     assert sorted(REGISTRY) == sorted(OVERLAP + EMBEDDING + BERTSCORE + LM + DEEP_AMFM + AMFM + LEARNED + MME
-                                      + MME_CROSS + COMPOSE + DIVERSITY + JUDGE)
+                                      + MME_CROSS + COMPOSE + DIVERSITY + JUDGE + CONTEXT)
 
 
 def test_diversity_metrics_shard_exactly():
@@ -117,6 +118,17 @@ def test_diversity_metrics_shard_exactly():
         for m in plan.names:
             np.testing.assert_array_equal(sentence[m], whole_sentence[m])
         assert totals.corpus_values(plan) == whole.corpus_values(plan)
+
+
+def test_turn_novelty_shards_exactly():
+    """Each row's value reads that row alone (bit for bit in any shard); the means are float sums."""
+    samples = make_samples()
+    plan = make_plan(CONTEXT)
+    assert_same(plan, samples)
+    whole_sentence, _ = sharded(plan, samples, [])
+    for cuts in ([1], [5, 17, 30]):
+        sentence, _ = sharded(plan, samples, cuts)
+        np.testing.assert_array_equal(sentence["turn_novelty"], whole_sentence["turn_novelty"])
 
 
 def test_overlap_metrics_shard_exactly():

@@ -202,6 +202,9 @@ _SPECS: list[MetricSpec] = [
     *[MetricSpec(f"entropy{k}", "dialeval.metrics.diversity.metric:EntropyN", "diversity",
                  f"entropy-{k}: entropy in bits of a system's {k}-gram distribution "
                  "(corpus-level, no references)", fixed={"order": k}, blas=False) for k in (1, 2, 3)],
+    MetricSpec("turn_novelty", "dialeval.metrics.novelty:TurnNovelty", "context",
+               "1 - word-set F1 of the response with the context's last turn: 0 for the turn said "
+               "back (no references)", blas=False),
     MetricSpec("compose", "dialeval.metrics.compose:Compose", "compose",
                "composition of other metrics (MME-CRS correlation re-scaling, average or ridge) "
                "fitted by `dialeval fit compose`", extra="compose", passes_options=True,
