@@ -159,6 +159,12 @@ class Signature:
         return "|".join(parts)
 
 
+def without_fields(signature: str, *keys: str) -> str:
+    """`signature` (as `str(Signature)` prints it) without its entries named `keys`: what it read
+    before a rule that adds them existed, so that a record made then compares with one made now."""
+    drop = tuple(f"{key}:" for key in keys)
+    return "|".join(part for part in signature.split("|") if not part.startswith(drop))
+
 
 def _fmt_opt(value: Any) -> str:
     if isinstance(value, bool):

@@ -68,5 +68,6 @@ def lift_range(x: np.ndarray, low: float, high: float, top: bool = True) -> np.n
 def without_field(signature: str) -> str:
     """`signature` (as `str(Signature)` prints it) without the squash entry: what it read
     before the map existed, so that a record made then can be compared with one made now."""
-    key = SIGNATURE_FIELD[0] + ":"
-    return "|".join(part for part in signature.split("|") if not part.startswith(key))
+    from .base import without_fields
+
+    return without_fields(signature, SIGNATURE_FIELD[0])

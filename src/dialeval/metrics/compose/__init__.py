@@ -31,11 +31,10 @@ PINNED = ("refs_mode", "tokenizer")
 def _without_rules(signature: str) -> str:
     """`signature` without the fields of the rules that move only rows no fit reads: the squash
     map's (under the knee, where the clip gave the floor) and the script rule's."""
-    from ..base import SCRIPT_FIELD
-    from ..softfloor import without_field
+    from ..base import SCRIPT_FIELD, without_fields
+    from ..softfloor import SIGNATURE_FIELD
 
-    key = SCRIPT_FIELD[0] + ":"
-    return "|".join(p for p in without_field(signature).split("|") if not p.startswith(key))
+    return without_fields(signature, SIGNATURE_FIELD[0], SCRIPT_FIELD[0])
 
 
 class ComposeSignatureWarning(UserWarning):
